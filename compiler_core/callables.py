@@ -1,0 +1,95 @@
+"""`torch.compile` as the script sees it: the job's options as defaults, and a record of each
+compiled callable with the arguments of its calls (so eager and compiled can be timed on them).
+
+The real `torch.compile` still does all the work; the wrapper only fills defaults and listens.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass, field
+
+import torch
+
+from .records import RecordWriter
+
+MAX_SIGNATURES = 4  # distinct argument signatures kept per callable
+
+
+@dataclass
+class CompiledCallable:
+    index: int
+    name: str
+    kind: str  # "function" or "module"
+    original: object
+    compiled: object
+    calls: list[tuple[tuple, dict]] = field(default_factory=list)
+    signatures: list[tuple] = field(default_factory=list)
+
+
+def describe(value) -> str:
+    """A short, stable description of one argument: `f32[8, 16] cpu` or the value's type."""
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).removeprefix("torch.")
+        grad = " grad" if value.requires_grad else ""
+        return f"{dtype}{list(value.shape)} {value.device.type}{grad}"
+    if isinstance(value, (int, float, bool, str)) or value is None:
+        return repr(value)
+    return type(value).__name__
+
+
+class CompileRecorder:
+    """Installs itself as `torch.compile` for the duration of a job."""
+
+    def __init__(self, writer: RecordWriter, defaults: dict, user_file: str):
+        self.writer, self.defaults, self.user_file = writer, defaults, user_file
+        self.callables: list[CompiledCallable] = []
+        self._real_compile = torch.compile
+
+    def install(self) -> None:
+        torch.compile = self.compile
+
+    def _caller_line(self) -> int | None:
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename != self.user_file:
+            frame = frame.f_back
+        return frame.f_lineno if frame is not None else None
+
+    def compile(self, model=None, **kwargs):
+        if model is None:  # used as @torch.compile(...) with arguments
+            return lambda fn: self.compile(fn, **kwargs)
+        merged = {**self.defaults, **kwargs}
+        if "mode" not in kwargs and (merged.get("backend") != "inductor" or "options" in kwargs):
+            merged.pop("mode", None)  # a default mode only fits inductor, and excludes options
+        compiled = self._real_compile(model, **merged)
+        entry = CompiledCallable(len(self.callables), getattr(model, "__qualname__", None)
+                                 or type(model).__name__,
+                                 "module" if isinstance(model, torch.nn.Module) else "function",
+                                 model, compiled)
+        self.callables.append(entry)
+        self.writer.emit("compiled_callable", None, None, index=entry.index, name=entry.name,
+                         kind=entry.kind, line=self._caller_line(),
+                         options={k: (v if isinstance(v, (str, bool, type(None))) else
+                                      getattr(v, "__name__", type(v).__name__))
+                                  for k, v in merged.items()})
+        if isinstance(compiled, torch.nn.Module):
+            compiled.register_forward_pre_hook(
+                lambda _mod, args, kw: self._record_call(entry, args, kw), with_kwargs=True)
+            return compiled
+
+        @functools.wraps(compiled)
+        def call(*args, **kw):
+            self._record_call(entry, args, kw)
+            return compiled(*args, **kw)
+        return call
+
+    def _record_call(self, entry: CompiledCallable, args: tuple, kwargs: dict) -> None:
+        signature = tuple(describe(a) for a in args) + tuple(
+            f"{k}={describe(v)}" for k, v in kwargs.items())
+        if signature in entry.signatures or len(entry.signatures) >= MAX_SIGNATURES:
+            return
+        entry.signatures.append(signature)
+        entry.calls.append((args, kwargs))
+        self.writer.emit("compiled_call", None, None, callable=entry.index,
+                         arguments=list(signature))

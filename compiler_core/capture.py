@@ -1,0 +1,170 @@
+"""Capture hooks, attached inside the worker child before the user's script runs.
+
+Everything comes from PyTorch's own capture points (see shared/DESIGN.md):
+- the structured trace (`torch._logging._internal.trace_log`), the source of most stages;
+- `register_bytecode_hook`, for the original and transformed bytecode of every frame;
+- Inductor's `ir_pre_fusion` / `ir_post_fusion` artifact loggers, for the loop-level IR;
+- the backend call (`_TorchCompileInductorWrapper.__call__` / `_TorchCompileWrapper.__call__`,
+  which `torch.compile` builds for every backend in torch 2.11-2.13), which hands us the Dynamo
+  `GraphModule` for the node table and the Core ATen / prims views.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import io
+import logging
+
+import torch
+from torch._guards import CompileContext
+
+from .records import RecordWriter
+from .stages.decomp import trace_views
+from .stages.dynamo import node_table
+
+# Structured-trace names we keep; everything else (chromium events, tensor descriptions) is noise.
+TRACE_EVENTS = {
+    "dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "aot_joint_graph",
+    "aot_forward_graph", "aot_backward_graph", "aot_inference_graph", "inductor_output_code",
+    "compilation_metrics", "bwd_compilation_metrics",
+}
+TRACE_ARTIFACTS = {
+    "dynamo_graph_break_reason", "recompile_reasons", "inductor_post_grad_graph",
+    "inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
+    "triton_kernel_info",
+}
+IR_LOGGERS = {
+    "ir_pre_fusion": "torch._inductor.debug.__ir_pre_fusion",
+    "ir_post_fusion": "torch._inductor.debug.__ir_post_fusion",
+}
+
+
+def current_compile_id() -> str | None:
+    cid = CompileContext.current_compile_id()
+    return str(cid) if cid is not None else None
+
+
+class TraceHandler(logging.Handler):
+    """Turns structured-trace log records into torchbolt records."""
+
+    def __init__(self, writer: RecordWriter):
+        super().__init__(logging.DEBUG)
+        self.writer = writer
+        self.interned: dict[int, str] = {}  # trace_log sends each filename once, as an id
+
+    def emit(self, record: logging.LogRecord) -> None:
+        metadata = getattr(record, "metadata", None)
+        if not isinstance(metadata, dict):
+            return
+        if "str" in metadata:
+            text, index = metadata["str"]
+            self.interned[index] = text
+            return
+        name, meta = self._classify(metadata)
+        if name is None:
+            return
+        compile_id = None
+        if metadata.get("frame_id") is not None:
+            compile_id = f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
+        if name == "dynamo_start":
+            meta = {"stack": [{**frame, "filename": self.interned.get(frame.get("filename"),
+                                                                       frame.get("filename"))}
+                              for frame in meta.get("stack", [])]}
+        self.writer.emit(name, compile_id, getattr(record, "payload", None),
+                         attempt=metadata.get("attempt"), **meta)
+
+    @staticmethod
+    def _classify(metadata: dict) -> tuple[str | None, dict]:
+        if "artifact" in metadata:
+            name = metadata["artifact"]["name"]
+            return (name if name in TRACE_ARTIFACTS else None), {}
+        for key in TRACE_EVENTS.intersection(metadata):
+            value = metadata[key]
+            return key, (value if isinstance(value, dict) else {})
+        return None, {}
+
+
+class IRHandler(logging.Handler):
+    """Receives Inductor's loop-level IR dumps; tags them with the compile id being compiled."""
+
+    def __init__(self, writer: RecordWriter, stage: str):
+        super().__init__(logging.DEBUG)
+        self.writer, self.stage = writer, stage
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.writer.emit(self.stage, current_compile_id(), record.getMessage())
+
+
+def _decompile(code) -> str | None:
+    """Python source for a code object via depyf; None where it cannot (depyf lags torch)."""
+    try:
+        import depyf
+        return depyf.decompile(code)
+    except Exception:  # any decompiler failure only costs the source view; dis stays
+        return None
+
+
+def _dis_text(code) -> str:
+    out = io.StringIO()
+    dis.dis(code, file=out, depth=0)
+    return out.getvalue()
+
+
+def bytecode_hook(writer: RecordWriter):
+    def hook(code, new_code):
+        writer.emit("bytecode", current_compile_id(), None,
+                    name=code.co_name, filename=code.co_filename, line=code.co_firstlineno,
+                    original=_dis_text(code), transformed=_dis_text(new_code),
+                    original_source=_decompile(code), transformed_source=_decompile(new_code))
+        return None
+    return hook
+
+
+def record_graph(writer: RecordWriter, user_file: str, gm, example_inputs) -> None:
+    """Node table and decomposition views of the Dynamo graph a backend is about to receive."""
+    compile_id = current_compile_id()
+    writer.emit("fx_nodes", compile_id, None, nodes=node_table(gm, user_file))
+    for stage, text_or_error in trace_views(gm, example_inputs).items():
+        if isinstance(text_or_error, Exception):
+            writer.emit("stage_error", compile_id, None, stage=stage,
+                        message=f"{type(text_or_error).__name__}: {text_or_error}")
+        else:
+            writer.emit(stage, compile_id, text_or_error)
+
+
+def patch_backend_wrappers(on_graph) -> None:
+    """Call `on_graph(gm, example_inputs)` before every backend `torch.compile` built."""
+    for cls in (torch._TorchCompileInductorWrapper, torch._TorchCompileWrapper):
+        original = cls.__call__
+
+        @functools.wraps(original)
+        def __call__(self, model_, inputs_, *args, _original=original, **kwargs):
+            on_graph(model_, inputs_)
+            return _original(self, model_, inputs_, *args, **kwargs)
+
+        cls.__call__ = __call__
+
+
+def configure_inductor() -> None:
+    """Per-job Inductor settings: no cache may hide a stage; provenance on."""
+    import torch._inductor.config as inductor_config
+    inductor_config.force_disable_caches = True
+    inductor_config.trace.provenance_tracking_level = 1
+
+
+def attach(writer: RecordWriter, user_file: str) -> None:
+    """Attach every capture hook. Call once, in the child, before the script runs."""
+    from torch._dynamo.convert_frame import register_bytecode_hook
+    from torch._logging._internal import trace_log
+
+    configure_inductor()
+    trace_log.addHandler(TraceHandler(writer))
+    trace_log.setLevel(logging.DEBUG)
+    for stage, logger_name in IR_LOGGERS.items():
+        logger = logging.getLogger(logger_name)
+        logger.addHandler(IRHandler(writer, stage))
+        logger.setLevel(logging.INFO)
+        logger.propagate = False  # keep the IR out of the user's stderr
+    register_bytecode_hook(bytecode_hook(writer))
+    patch_backend_wrappers(functools.partial(record_graph, writer, user_file))

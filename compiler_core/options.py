@@ -1,0 +1,58 @@
+"""Job options: what the user (CLI flags or the web form) may choose, validated in one place."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+DEVICES = ("auto", "cpu", "cuda")
+MODES = ("default", "reduce-overhead", "max-autotune")
+DYNAMIC = ("auto", "true", "false")
+BACKENDS = ("inductor", "aot_eager", "eager")
+
+
+class OptionsError(ValueError):
+    """An option has a value outside its allowed set."""
+
+
+@dataclass(frozen=True)
+class Options:
+    device: str = "auto"
+    mode: str = "default"
+    dynamic: str = "auto"
+    fullgraph: bool = False
+    backend: str = "inductor"
+    timeout: float = 120.0  # wall-clock seconds for the whole script
+    memory_mb: int = 6144  # resident memory of the worker process
+    output_limit: int = 256 * 1024  # bytes of stdout/stderr kept in the result
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("device", DEVICES), ("mode", MODES),
+                              ("dynamic", DYNAMIC), ("backend", BACKENDS)):
+            if getattr(self, name) not in allowed:
+                raise OptionsError(f"option {name!r} must be one of {', '.join(allowed)}; "
+                                   f"got {getattr(self, name)!r}")
+        if not isinstance(self.fullgraph, bool):
+            raise OptionsError("option 'fullgraph' must be true or false")
+        if not 1 <= float(self.timeout) <= 600:
+            raise OptionsError("option 'timeout' must be between 1 and 600 seconds")
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "Options":
+        """Build from untrusted JSON: unknown keys are an error, not silently dropped."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(raw) - known
+        if unknown:
+            raise OptionsError(f"unknown option(s): {', '.join(sorted(unknown))}")
+        return cls(**raw)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def compile_defaults(self) -> dict:
+        """Defaults applied to the script's torch.compile calls (explicit arguments win)."""
+        defaults = {"backend": self.backend, "fullgraph": self.fullgraph}
+        if self.dynamic != "auto":
+            defaults["dynamic"] = self.dynamic == "true"
+        if self.mode != "default" and self.backend == "inductor":
+            defaults["mode"] = self.mode
+        return defaults

@@ -1,0 +1,108 @@
+"""Build the one result document from a job's records: a pure function, runnable on any prefix.
+
+One stage failing to extract is recorded in `stage_errors` and the others still arrive (strict
+mode raises instead, for tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .stages import MODULES
+from .stages.breaks import graph_breaks, recompiles
+from .stages.kernels import extract_kernels
+
+RESULT_VERSION = 1
+
+
+@dataclass
+class CompileRecords:
+    """The records of one compile id, in arrival order."""
+    compile_id: str
+    user_file: str
+    records: list[dict] = field(default_factory=list)
+
+    def all(self, name: str) -> list[dict]:
+        return [r for r in self.records if r["name"] == name]
+
+    def first(self, name: str) -> dict | None:
+        return next((r for r in self.records if r["name"] == name), None)
+
+
+def group_by_compile(records: list[dict], user_file: str) -> list[CompileRecords]:
+    groups: dict[str, CompileRecords] = {}
+    for record in records:
+        cid = record.get("compile_id")
+        if cid is not None:
+            groups.setdefault(cid, CompileRecords(cid, user_file)).records.append(record)
+    return list(groups.values())
+
+
+def frame_of(group: CompileRecords) -> dict:
+    """The frame Dynamo intercepted: innermost frame of `dynamo_start`, else the bytecode hook's."""
+    start = group.first("dynamo_start")
+    if start and start["meta"].get("stack"):
+        frame = start["meta"]["stack"][-1]
+        return {"name": frame.get("name"), "filename": frame.get("filename"),
+                "line": frame.get("line")}
+    bytecode = group.first("bytecode")
+    if bytecode:
+        meta = bytecode["meta"]
+        return {"name": meta["name"], "filename": meta["filename"], "line": meta["line"]}
+    return {"name": None, "filename": None, "line": None}
+
+
+def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict]) -> dict:
+    stages: dict[str, dict] = {}
+    for module in MODULES:
+        try:
+            stages.update(module.extract(group))
+        except Exception as exc:
+            if strict:
+                raise
+            stage_errors.append({"compile_id": group.compile_id, "stage": module.__name__,
+                                 "message": f"{type(exc).__name__}: {exc}"})
+    for record in group.all("stage_error"):
+        stage_errors.append({"compile_id": group.compile_id, **record["meta"]})
+    try:
+        kernels = extract_kernels(group)
+    except Exception as exc:
+        if strict:
+            raise
+        kernels = []
+        stage_errors.append({"compile_id": group.compile_id, "stage": "kernels",
+                             "message": f"{type(exc).__name__}: {exc}"})
+    return {"id": group.compile_id, "frame": frame_of(group), "stages": stages,
+            "kernels": kernels, "has_graph": "dynamo_graph" in stages}
+
+
+def _first_meta(records: list[dict], name: str) -> dict | None:
+    return next((r["meta"] for r in records if r["name"] == name), None)
+
+
+def build_result(records: list[dict], user_file: str, run: dict | None = None,
+                 strict: bool = False) -> dict:
+    """The result document. `run` carries what only the supervisor knows (output, exit, limits)."""
+    run = run or {}
+    stage_errors: list[dict] = []
+    compiles = [build_compile(g, strict, stage_errors)
+                for g in group_by_compile(records, user_file)]
+    error = _first_meta(records, "error") or run.get("error")
+    result = {
+        "version": RESULT_VERSION,
+        "environment": _first_meta(records, "environment") or {},
+        "options": run.get("options", {}),
+        "user_file": user_file,
+        "stdout": run.get("stdout", ""),
+        "stderr": run.get("stderr", ""),
+        "error": error,
+        "finished": _first_meta(records, "run_end") is not None,
+        "duration_s": run.get("duration_s"),
+        "compiles": compiles,
+        "graph_breaks": graph_breaks(records, compiles, user_file),
+        "recompiles": recompiles(records),
+        "compiled_callables": [r["meta"] for r in records if r["name"] == "compiled_callable"],
+        "stage_errors": stage_errors,
+        "notes": [r["meta"]["text"] for r in records if r["name"] == "note"],
+    }
+    return result

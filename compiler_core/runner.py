@@ -1,0 +1,116 @@
+"""Runs one user script inside the worker child, with every capture hook attached.
+
+Writes records only; it never builds the result (the supervisor does, from the records, so that a
+crash still yields every stage captured before it). User errors become an `error` record naming
+the user's line.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import sys
+import traceback
+import warnings
+
+import torch
+
+from . import capture
+from .callables import CompileRecorder
+from .options import Options
+from .records import RecordWriter
+from .stages.common import last_user_line
+
+NO_COMPILE_HINT = ("The script never called torch.compile, so there is nothing to show. "
+                   "Hint: compile a function or module and call it, e.g. "
+                   "`f = torch.compile(f); f(torch.randn(8, 16))`.")
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
+
+
+def environment(device: str) -> dict:
+    info = {"python": platform.python_version(), "torch": torch.__version__,
+            "triton": _package_version("triton"), "device": device,
+            "device_name": _cpu_name(), "cuda": torch.version.cuda,
+            "threads": torch.get_num_threads()}
+    if device == "cuda":
+        info["device_name"] = torch.cuda.get_device_name()
+    return info
+
+
+def resolve_device(requested: str) -> str:
+    if requested == "cpu":
+        return "cpu"
+    available = torch.cuda.is_available()
+    if requested == "cuda" and not available:
+        raise RuntimeError("device 'cuda' was requested but this server has no usable GPU")
+    return "cuda" if available else "cpu"
+
+
+def describe_error(exc: BaseException, user_file: str) -> dict:
+    """Type, message and the user's line; the traceback keeps the user's frames only."""
+    if isinstance(exc, SyntaxError) and exc.filename == user_file:
+        return {"type": type(exc).__name__, "message": exc.msg, "line": exc.lineno,
+                "column": exc.offset, "traceback": "".join(traceback.format_exception_only(exc))}
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == user_file]
+    full = "".join(traceback.format_exception(exc))
+    # Errors raised while Dynamo traces name the user frame "from user code:"; prefer that line.
+    line = None
+    if "from user code:" in full:
+        line = last_user_line(full.rsplit("from user code:", 1)[1], user_file)
+    if line is None and frames:
+        line = frames[-1].lineno
+    user_traceback = "".join(traceback.format_list(frames))
+    message = str(exc) if not isinstance(exc, SystemExit) else f"script called sys.exit({exc.code!r})"
+    return {"type": type(exc).__name__, "message": message.strip()[:4000], "line": line,
+            "traceback": user_traceback + "".join(traceback.format_exception_only(exc))[-4000:]}
+
+
+def execute(source: str, user_file: str) -> None:
+    code = compile(source, user_file, "exec")
+    namespace = {"__name__": "__main__", "__file__": user_file, "__builtins__": __builtins__}
+    sys.argv = [user_file]
+    exec(code, namespace)
+
+
+def run_job(source: str, user_file: str, options: Options, writer: RecordWriter) -> None:
+    """Run the script; every outcome ends with a `run_end` record unless the process dies."""
+    try:
+        device = resolve_device(options.device)
+        writer.emit("environment", None, None, **environment(device))
+        if device == "cuda":
+            torch.set_default_device("cuda")
+        # torchbolt's own cache setting makes Dynamo warn; keep that out of the user's stderr.
+        warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
+        capture.attach(writer, user_file)
+        recorder = CompileRecorder(writer, options.compile_defaults(), user_file)
+        recorder.install()
+        try:
+            execute(source, user_file)
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise
+        if not recorder.callables:
+            writer.emit("error", None, None, type="NoCompile", message=NO_COMPILE_HINT, line=None)
+    except BaseException as exc:  # the user's error is data in the result
+        writer.emit("error", None, None, **describe_error(exc, user_file))
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        writer.emit("run_end")

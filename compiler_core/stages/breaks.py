@@ -1,0 +1,91 @@
+"""Graph breaks and recompiles, run-level lists built from PyTorch's own messages.
+
+A break is reported by Dynamo as the `dynamo_graph_break_reason` artifact of the compile it ended;
+the code after it resumes in a new frame named `torch_dynamo_resume_in_<fn>_at_<line>`, whose
+compile id is the break's `resumes_in`. A recompile is the `recompile_reasons` artifact of the new
+compile id, naming the cache entry whose guard failed (`0/0: tensor 'x' size mismatch ...`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .common import is_user_file, last_user_line
+
+HEADER = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
+REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)")
+FIELD = re.compile(r"^\s*(?P<key>Explanation|Hint|Developer debug context): (?P<value>.*)$", re.M)
+URL = re.compile(r"https://\S+")
+FRAME_BLOCK = re.compile(r'(  File "([^"]+)", line \d+, in .*\n(?:    .*\n)*)')
+PREVIOUS = re.compile(r"^(?P<previous>\d+/\d+): (?P<reason>.*)$", re.S)
+
+
+def _user_traceback(text: str, user_file: str) -> str:
+    """The frames of the user's file from Dynamo's "User code traceback" (no runner frames)."""
+    tail = text.split("User code traceback:", 1)
+    if len(tail) < 2:
+        return ""
+    frames = FRAME_BLOCK.findall(tail[1].split("Traceback (most recent call last)", 1)[0])
+    return "".join(block for block, path in frames if is_user_file(path, user_file))
+
+
+def parse_break(payload: str, user_file: str) -> dict:
+    header = HEADER.search(payload)
+    user_traceback = _user_traceback(payload, user_file)
+    line = None
+    if header and is_user_file(header["file"], user_file):
+        line = int(header["line"])
+    line = line or last_user_line(user_traceback, user_file)
+    message = payload.split("User code traceback:", 1)[0]
+    fields = [(m["key"], m["value"].strip()) for m in FIELD.finditer(message)]
+    reason = REASON.search(message)
+    blocks = message.split("\n\n")
+    title = blocks[1].strip().split("\n")[0] if len(blocks) > 1 else ""
+    url = URL.search(message)
+    return {
+        "line": line,
+        "reason": " ".join(filter(None, [reason["reason"] if reason else None, title])),
+        "explanation": next((v for k, v in fields if k == "Explanation"), None),
+        "hints": [v for k, v in fields if k == "Hint"],
+        "url": url[0] if url else None,
+        "user_traceback": user_traceback,
+    }
+
+
+def _resume_compile(compiles: list[dict], line: int | None) -> str | None:
+    pattern = re.compile(rf"torch_dynamo_resume_in_\w+_at_{line}$")
+    return next((c["id"] for c in compiles if pattern.match(c["frame"]["name"] or "")), None)
+
+
+def graph_breaks(records: list[dict], compiles: list[dict], user_file: str) -> list[dict]:
+    breaks, seen = [], set()
+    for record in records:
+        if record["name"] != "dynamo_graph_break_reason":
+            continue
+        parsed = parse_break(record["payload"] or "", user_file)
+        key = (record["compile_id"], parsed["line"], parsed["reason"])
+        if key in seen:  # Dynamo may report one break once per restart attempt
+            continue
+        seen.add(key)
+        breaks.append({"compile_id": record["compile_id"], **parsed,
+                       "resumes_in": _resume_compile(compiles, parsed["line"])})
+    return breaks
+
+
+def recompiles(records: list[dict]) -> list[dict]:
+    out = []
+    for record in records:
+        if record["name"] != "recompile_reasons":
+            continue
+        payload = record["payload"] or ""
+        try:
+            reasons = json.loads(payload)
+        except ValueError:
+            reasons = [payload]
+        for reason in reasons if isinstance(reasons, list) else [reasons]:
+            match = PREVIOUS.match(str(reason).strip())
+            out.append({"compile_id": record["compile_id"],
+                        "previous": match["previous"] if match else None,
+                        "reason": (match["reason"] if match else str(reason)).strip()})
+    return out

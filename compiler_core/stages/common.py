@@ -1,0 +1,66 @@
+"""The one artifact shape every stage emits, and the helpers that map text back to user lines.
+
+An artifact is `{"stage", "compile_id", "title", "language", "text", "src_lines", "sections"}`:
+`src_lines[i]` is the user's source line that output line `i` came from (or null), so that
+highlighting, linking and diffs work the same for every stage (Compiler Explorer's lesson).
+`sections` marks labelled parts of one text (forward / backward) as `{"label", "line"}`.
+"""
+
+from __future__ import annotations
+
+import re
+
+# FX codegen writes `# File: /path/x.py:14 in f, code: y = ...` above the nodes of each line.
+FX_FILE_COMMENT = re.compile(r"#\s*File: (?P<file>.+?):(?P<line>\d+) in ")
+TRACEBACK_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def artifact(stage: str, compile_id: str | None, title: str, language: str, text: str,
+             src_lines: list[int | None] | None = None,
+             sections: list[dict] | None = None) -> dict:
+    lines = text.count("\n") + 1
+    return {"stage": stage, "compile_id": compile_id, "title": title, "language": language,
+            "text": text, "src_lines": src_lines or [None] * lines, "sections": sections or []}
+
+
+def is_user_file(path: str, user_file: str) -> bool:
+    """PyTorch sometimes shortens paths from the left; a suffix match covers that."""
+    return bool(path) and (path == user_file or user_file.endswith(path.lstrip(".")))
+
+
+def fx_src_lines(text: str, user_file: str) -> list[int | None]:
+    """For FX code: each line inherits the user line of the `# File:` comment above it."""
+    current, out = None, []
+    for line in text.split("\n"):
+        match = FX_FILE_COMMENT.search(line)
+        if match:
+            current = int(match["line"]) if is_user_file(match["file"], user_file) else None
+        elif not line.strip():
+            current = None
+        out.append(current)
+    return out
+
+
+def user_lines(text: str, user_file: str) -> list[int]:
+    """Every `File "...", line N` of the user's file in a traceback-like text, outermost first."""
+    return [int(m["line"]) for m in TRACEBACK_FRAME.finditer(text)
+            if is_user_file(m["file"], user_file)]
+
+
+def last_user_line(text: str, user_file: str) -> int | None:
+    """The innermost frame of the user's file in a traceback-like text."""
+    lines = user_lines(text, user_file)
+    return lines[-1] if lines else None
+
+
+def join_sections(parts: list[tuple[str, str]]) -> tuple[str, list[dict]]:
+    """Join labelled texts into one, with a banner per part when there is more than one."""
+    if len(parts) == 1:
+        return parts[0][1], []
+    chunks, sections, line = [], [], 0
+    for label, text in parts:
+        chunk = f"# ===== {label} =====\n{text.rstrip()}\n"
+        sections.append({"label": label, "line": line})
+        line += chunk.count("\n") + 1
+        chunks.append(chunk)
+    return "\n".join(chunks), sections

@@ -1,0 +1,63 @@
+"""Stages `core_aten` and `prims`: the Dynamo graph re-traced with make_fx.
+
+These are *views* of the captured graph, not what Inductor executed: Inductor uses its own
+decomposition table and never lowers through prims. Re-tracing uses fake tensors shaped like the
+example inputs, so it costs no real compute; symbolic sizes are specialised to their hints.
+"""
+
+from __future__ import annotations
+
+from .common import artifact, fx_src_lines
+
+STAGES = ("core_aten", "prims")
+VIEW_NOTE = ("# View: the Dynamo graph re-traced by torchbolt with make_fx and {table}.\n"
+             "# Not what Inductor executed; symbolic sizes are specialised to the example inputs.\n")
+
+
+def _concrete(value):
+    """A SymInt becomes its hint: make_fx traces this view with concrete sizes."""
+    import torch
+    if isinstance(value, torch.SymInt):
+        return value.node.hint
+    return value
+
+
+def _retrace(gm, inputs, *, prims: bool) -> str:
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    if prims:
+        from torch._prims.context import TorchRefsMode
+        with TorchRefsMode():
+            traced = make_fx(gm, tracing_mode="fake")(*inputs)
+    else:
+        table = torch._decomp.core_aten_decompositions()
+        traced = make_fx(gm, decomposition_table=table, tracing_mode="fake")(*inputs)
+    return traced.print_readable(print_output=False, include_stride=True, include_device=True)
+
+
+def trace_views(gm, example_inputs) -> dict[str, str | Exception]:
+    """Both views; a view that fails to trace is returned as its exception (other stages go on)."""
+    inputs = [_concrete(x) for x in example_inputs]
+    views: dict[str, str | Exception] = {}
+    for stage, prims in (("core_aten", False), ("prims", True)):
+        try:
+            views[stage] = _retrace(gm, inputs, prims=prims)
+        except Exception as exc:  # a view failing must not break the user's compile
+            views[stage] = exc
+    return views
+
+
+def extract(compile_records) -> dict:
+    out = {}
+    for stage, table in (("core_aten", "the Core ATen decomposition table"),
+                         ("prims", "torch._prims TorchRefsMode")):
+        record = compile_records.first(stage)
+        if record is None:
+            continue
+        text = VIEW_NOTE.format(table=table) + (record["payload"] or "")
+        title = "Core ATen (view)" if stage == "core_aten" else "Prims (view)"
+        out[stage] = artifact(stage, compile_records.compile_id, title, "python", text,
+                              fx_src_lines(text, compile_records.user_file))
+        out[stage]["view"] = True
+    return out

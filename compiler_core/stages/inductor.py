@@ -1,0 +1,45 @@
+"""Stages `post_grad_graph`, `ir_pre_fusion`, `ir_post_fusion`, `output_code`: Inductor's work.
+
+Inductor compiles each AOT graph separately (forward, backward, or inference), so a compile id can
+hold several of each; they are joined into one text with a labelled section per graph. The label
+comes from the `# AOT ID: ['0_forward']` header of the matching output module.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .common import artifact, fx_src_lines, join_sections
+
+STAGES = ("post_grad_graph", "ir_pre_fusion", "ir_post_fusion", "output_code")
+AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
+SOURCES = {
+    "post_grad_graph": ("inductor_post_grad_graph", "Inductor post-grad graph", "python"),
+    "ir_pre_fusion": ("ir_pre_fusion", "Loop-level IR before fusion", "text"),
+    "ir_post_fusion": ("ir_post_fusion", "Loop-level IR after fusion", "text"),
+    "output_code": ("inductor_output_code", "Generated code (Inductor output module)", "python"),
+}
+
+
+def graph_labels(compile_records) -> list[str]:
+    """forward / backward / inference, one per output module, in compile order."""
+    labels = []
+    for record in compile_records.all("inductor_output_code"):
+        match = AOT_ID.search(record["payload"] or "")
+        labels.append(match["kind"] if match else f"graph {len(labels)}")
+    return labels
+
+
+def extract(compile_records) -> dict:
+    labels = graph_labels(compile_records)
+    out = {}
+    for stage, (name, title, language) in SOURCES.items():
+        texts = [r["payload"] or "" for r in compile_records.all(name)]
+        if not texts:
+            continue
+        parts = [(labels[i] if i < len(labels) else f"graph {i}", t) for i, t in enumerate(texts)]
+        text, sections = join_sections(parts)
+        src_lines = fx_src_lines(text, compile_records.user_file) if language == "python" else None
+        out[stage] = artifact(stage, compile_records.compile_id, title, language, text,
+                              src_lines, sections)
+    return out

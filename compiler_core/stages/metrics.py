@@ -1,0 +1,29 @@
+"""Stage `metrics`: PyTorch's own compilation metrics for the compile id."""
+
+from __future__ import annotations
+
+import json
+
+from .common import artifact
+
+STAGES = ("metrics",)
+# The fields a reader wants first; the full dict is kept in `values`.
+SUMMARY = ("entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s",
+           "code_gen_time_s", "guard_count", "shape_env_guard_count", "graph_op_count",
+           "graph_node_count", "graph_input_count", "restart_reasons", "fail_type",
+           "fail_reason", "non_compliant_ops", "compliant_custom_ops")
+
+
+def extract(compile_records) -> dict:
+    record = compile_records.first("compilation_metrics")
+    if record is None:
+        return {}
+    values = {k: v for k, v in record["meta"].items() if k != "attempt"}
+    backward = compile_records.first("bwd_compilation_metrics")
+    if backward is not None:
+        values["backward"] = {k: v for k, v in backward["meta"].items() if k != "attempt"}
+    summary = {k: values[k] for k in SUMMARY if k in values}
+    stage = artifact("metrics", compile_records.compile_id, "Compilation metrics", "json",
+                     json.dumps(summary, indent=2, default=str))
+    stage["values"] = values
+    return {"metrics": stage}
