@@ -8,6 +8,7 @@ DEVICES = ("auto", "cpu", "cuda")
 MODES = ("default", "reduce-overhead", "max-autotune")
 DYNAMIC = ("auto", "true", "false")
 BACKENDS = ("inductor", "aot_eager", "eager")
+OUTPUT_FILE_LIMIT = 64 * 1024 * 1024  # RLIMIT_FSIZE in the worker child: stops output floods
 
 
 class OptionsError(ValueError):

@@ -80,6 +80,16 @@ def _first_meta(records: list[dict], name: str) -> dict | None:
     return next((r["meta"] for r in records if r["name"] == name), None)
 
 
+def compiled_callables(records: list[dict]) -> list[dict]:
+    """Each torch.compile'd callable, with the argument signatures it was called with."""
+    calls: dict[int, list] = {}
+    for record in records:
+        if record["name"] == "compiled_call":
+            calls.setdefault(record["meta"]["callable"], []).append(record["meta"]["arguments"])
+    return [{**r["meta"], "calls": calls.get(r["meta"]["index"], [])}
+            for r in records if r["name"] == "compiled_callable"]
+
+
 def build_result(records: list[dict], user_file: str, run: dict | None = None,
                  strict: bool = False) -> dict:
     """The result document. `run` carries what only the supervisor knows (output, exit, limits)."""
@@ -101,7 +111,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
         "compiles": compiles,
         "graph_breaks": graph_breaks(records, compiles, user_file),
         "recompiles": recompiles(records),
-        "compiled_callables": [r["meta"] for r in records if r["name"] == "compiled_callable"],
+        "compiled_callables": compiled_callables(records),
         "stage_errors": stage_errors,
         "notes": [r["meta"]["text"] for r in records if r["name"] == "note"],
     }

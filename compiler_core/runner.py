@@ -7,6 +7,7 @@ the user's line.
 
 from __future__ import annotations
 
+import errno
 import importlib.metadata
 import platform
 import sys
@@ -17,7 +18,7 @@ import torch
 
 from . import capture
 from .callables import CompileRecorder
-from .options import Options
+from .options import OUTPUT_FILE_LIMIT, Options
 from .records import RecordWriter
 from .stages.common import last_user_line
 
@@ -63,6 +64,15 @@ def resolve_device(requested: str) -> str:
     return "cuda" if available else "cpu"
 
 
+def _kind_and_message(exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, SystemExit):
+        return "SystemExit", f"script called sys.exit({exc.code!r})"
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        return "OutputLimit", (f"the script wrote more than {OUTPUT_FILE_LIMIT // 2**20} MB to "
+                               "its output (or a file); the rest was dropped")
+    return type(exc).__name__, str(exc).strip()[:4000]
+
+
 def describe_error(exc: BaseException, user_file: str) -> dict:
     """Type, message and the user's line; the traceback keeps the user's frames only."""
     if isinstance(exc, SyntaxError) and exc.filename == user_file:
@@ -76,10 +86,10 @@ def describe_error(exc: BaseException, user_file: str) -> dict:
         line = last_user_line(full.rsplit("from user code:", 1)[1], user_file)
     if line is None and frames:
         line = frames[-1].lineno
-    user_traceback = "".join(traceback.format_list(frames))
-    message = str(exc) if not isinstance(exc, SystemExit) else f"script called sys.exit({exc.code!r})"
-    return {"type": type(exc).__name__, "message": message.strip()[:4000], "line": line,
-            "traceback": user_traceback + "".join(traceback.format_exception_only(exc))[-4000:]}
+    kind, message = _kind_and_message(exc)
+    exception_text = "".join(traceback.format_exception_only(exc))[-4000:]
+    return {"type": kind, "message": message, "line": line,
+            "traceback": "".join(traceback.format_list(frames)) + exception_text}
 
 
 def execute(source: str, user_file: str) -> None:

@@ -30,13 +30,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .options import Options
+from .options import OUTPUT_FILE_LIMIT, Options
 from .records import RecordTail
 from .result import build_result
 from .stages.common import user_lines
 
 POLL_S = 0.05
-OUTPUT_FILE_LIMIT = 64 * 1024 * 1024  # RLIMIT_FSIZE in the child: stops output floods on disk
 STARTUP_TIMEOUT_S = 300
 
 
