@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Rebuild static/vendor/ (CodeMirror 6 bundle, JetBrains Mono, plotly.js gl2d) from pinned npm
+# packages.
+#
+#   scripts/vendor_assets.sh           # npm ci from scripts/vendor/package-lock.json, then bundle
+#   scripts/vendor_assets.sh --update  # npm install (refreshes the lock file), then bundle
+#
+# The output is committed, so serving torchbolt needs neither npm nor a network. npm works in a
+# scratch folder outside the repository; only the lock file is copied back with --update.
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+spec="$repo/scripts/vendor"
+out="$repo/static/vendor"
+work="$(mktemp -d "${TMPDIR:-/tmp}/torchbolt-vendor.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+cp "$spec/package.json" "$spec/package-lock.json" "$spec/entry.js" "$work/"
+cd "$work"
+if [[ "${1:-}" == "--update" ]]; then
+  npm install --no-audit --no-fund
+  cp package-lock.json "$spec/package-lock.json"
+else
+  npm ci --no-audit --no-fund
+fi
+
+rm -rf "$out" && mkdir -p "$out/fonts"
+./node_modules/.bin/esbuild entry.js --bundle --format=esm --minify --legal-comments=eof \
+  --outfile="$out/codemirror.js"
+for weight in 400 700; do
+  cp "node_modules/@fontsource/jetbrains-mono/files/jetbrains-mono-latin-$weight-normal.woff2" \
+    "$out/fonts/"
+done
+cp node_modules/@fontsource/jetbrains-mono/LICENSE "$out/fonts/LICENSE-JetBrainsMono.txt"
+cp node_modules/plotly.js-gl2d-dist-min/plotly-gl2d.min.js "$out/plotly.min.js"
+cp node_modules/plotly.js-gl2d-dist-min/LICENSE "$out/LICENSE-plotly.txt"
+ls -l "$out" "$out/fonts"
