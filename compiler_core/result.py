@@ -73,7 +73,20 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
         stage_errors.append({"compile_id": group.compile_id, "stage": "kernels",
                              "message": f"{type(exc).__name__}: {exc}"})
     return {"id": group.compile_id, "frame": frame_of(group), "stages": stages,
-            "kernels": kernels, "has_graph": "dynamo_graph" in stages}
+            "kernels": kernels, "has_graph": "dynamo_graph" in stages,
+            "failure": failure_of(group)}
+
+
+def failure_of(group: CompileRecords) -> dict | None:
+    """Why the compile failed (e.g. fullgraph=True hit a break), from PyTorch's metrics."""
+    metrics = group.first("compilation_metrics")
+    if metrics is None or not metrics["meta"].get("fail_type"):
+        return None
+    meta = metrics["meta"]
+    line = meta.get("fail_user_frame_lineno")
+    in_user_file = meta.get("fail_user_frame_filename") == group.user_file
+    return {"type": meta["fail_type"], "reason": meta.get("fail_reason") or "",
+            "line": line if in_user_file else None}
 
 
 def _first_meta(records: list[dict], name: str) -> dict | None:

@@ -22,27 +22,38 @@ def _concrete(value):
     return value
 
 
-def _retrace(gm, inputs, *, prims: bool) -> str:
+def _retrace(gm, inputs, *, prims: bool):
+    """Core ATen: make_fx with the Core ATen table. Prims: that graph again under TorchRefsMode
+    (refs of ATen ops take positional arguments, which the Torch-level graph may not use)."""
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    if prims:
-        from torch._prims.context import TorchRefsMode
-        with TorchRefsMode():
-            traced = make_fx(gm, tracing_mode="fake")(*inputs)
-    else:
-        table = torch._decomp.core_aten_decompositions()
-        traced = make_fx(gm, decomposition_table=table, tracing_mode="fake")(*inputs)
+    core = make_fx(gm, decomposition_table=torch._decomp.core_aten_decompositions(),
+                   tracing_mode="fake")(*inputs)
+    if not prims:
+        return core
+    from torch._prims.context import TorchRefsMode
+    with TorchRefsMode():
+        return make_fx(core, tracing_mode="fake")(*inputs)
+
+
+def _readable(traced) -> str:
     return traced.print_readable(print_output=False, include_stride=True, include_device=True)
 
 
 def trace_views(gm, example_inputs) -> dict[str, str | Exception]:
     """Both views; a view that fails to trace is returned as its exception (other stages go on)."""
+    from torch._guards import tracing
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
     inputs = [_concrete(x) for x in example_inputs]
     views: dict[str, str | Exception] = {}
     for stage, prims in (("core_aten", False), ("prims", True)):
         try:
-            views[stage] = _retrace(gm, inputs, prims=prims)
+            # Outside Dynamo's tracing context and fake mode: the re-trace must not add
+            # symbols or guards to the compile in progress.
+            with tracing(None), unset_fake_temporarily():
+                views[stage] = _readable(_retrace(gm, inputs, prims=prims))
         except Exception as exc:  # a view failing must not break the user's compile
             views[stage] = exc
     return views

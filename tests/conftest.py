@@ -1,0 +1,29 @@
+"""Shared fixtures: ONE warm worker per test session, and each gallery example compiled once."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from compiler_core import Options, Worker  # noqa: E402
+from compiler_core.gallery import list_examples  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def worker():
+    worker = Worker().start()
+    worker.wait_ready()
+    yield worker
+    worker.close()
+
+
+@pytest.fixture(scope="session")
+def gallery_results(worker):
+    """slug -> result, each gallery example run once on CPU through the real engine."""
+    return {ex.slug: worker.run(ex.source, Options(device="cpu"), user_file=ex.path)
+            for ex in list_examples()}

@@ -1,0 +1,44 @@
+"""The CLI contract other tools rely on: progress on stderr, JSON always, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_cli(tmp_path, source: str, *flags: str) -> tuple[subprocess.CompletedProcess, dict]:
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "compiler_core", "run", str(script),
+                           "--json", str(out), "--device", "cpu", *flags],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return proc, json.loads(out.read_text())
+
+
+def test_cli_runs_a_script_and_streams_progress(tmp_path):
+    proc, result = run_cli(tmp_path, "import torch\nf = torch.compile(lambda x: x.cos() * 2)\n"
+                                     "print(f(torch.ones(3)).shape)\n", "--backend", "aot_eager")
+    assert proc.returncode == 0, proc.stderr
+    assert "0/0 dynamo_graph" in proc.stderr and "0/0 aot_inference" in proc.stderr
+    assert result["stdout"] == "torch.Size([3])\n"
+    assert result["options"]["backend"] == "aot_eager"
+    assert "output_code" not in result["compiles"][0]["stages"]  # aot_eager runs no Inductor
+
+
+def test_cli_reports_a_user_error_in_one_line(tmp_path):
+    proc, result = run_cli(tmp_path, "import torch\n\nundefined_name + 1\n")
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: NameError (line 3): name 'undefined_name' is not defined")
+    assert result["error"]["line"] == 3
+
+
+def test_cli_rejects_a_missing_script(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "compiler_core", "run", str(tmp_path / "no.py")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "No such file" in proc.stderr

@@ -1,0 +1,71 @@
+"""Bad input never hangs or kills the caller: each case ends with a clear error at the user's line,
+within its limit, and the worker keeps serving the next job."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from compiler_core import Options
+
+CASES = {
+    # name: (source, expected error type, expected line, options)
+    "syntax_error": ("import torch\nx = (1,\n", "SyntaxError", 2, {}),
+    "user_exception": ("import torch\nf = torch.compile(lambda x: x + 1)\nf(torch.randn(2))\n"
+                       "raise ValueError('boom')\n", "ValueError", 4, {}),
+    "fullgraph_break": ("import torch\n@torch.compile(fullgraph=True)\ndef f(x):\n"
+                        "    x = x + 1\n    print('hi')\n    return x\nf(torch.randn(2))\n",
+                        "Unsupported", 5, {}),
+    "sys_exit": ("import sys\nprint('before')\nsys.exit(3)\n", "SystemExit", 3, {}),
+    "os_exit": ("import os\nos._exit(4)\n", "Exited", None, {}),
+    "segfault": ("import ctypes\n\nctypes.string_at(0)\n", "Crash", 3, {}),
+    "infinite_loop": ("x = 0\nwhile True:\n    x += 1\n", "Timeout", None, {"timeout": 3}),
+    "output_flood": ("while True:\n    print('x' * 10000)\n", "OutputLimit", 2, {}),
+    "memory_blowup": ("import torch\nkeep = []\nwhile True:\n    keep.append(torch.ones(10**8))\n",
+                      "MemoryLimit", 4, {"memory_mb": 1500}),
+    "no_compile": ("import torch\nprint(torch.ones(2))\n", "NoCompile", None, {}),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_bad_input_gives_a_clear_error(worker, name):
+    source, kind, line, options = CASES[name]
+    options = Options(device="cpu", **options)
+    started = time.monotonic()
+    result = worker.run(source, options)
+    elapsed = time.monotonic() - started
+    error = result["error"]
+    assert error is not None and error["type"] == kind, error
+    if line is not None:
+        assert error["line"] == line, error
+    assert error["message"].strip()
+    assert elapsed < options.timeout + 10
+
+
+def test_timeout_names_the_running_line(worker):
+    result = worker.run("x = 0\nwhile True:\n    x += 1\n", Options(device="cpu", timeout=2))
+    assert result["error"]["line"] in (2, 3)
+    assert "2 s limit" in result["error"]["message"]
+
+
+def test_output_is_capped_with_a_visible_mark(worker):
+    result = worker.run("import torch\nf = torch.compile(lambda x: x * 2)\nf(torch.ones(2))\n"
+                        "for i in range(20000):\n    print('line', i)\n",
+                        Options(device="cpu", output_limit=1000))
+    assert result["error"] is None
+    assert len(result["stdout"]) < 1200 and "output truncated" in result["stdout"]
+
+
+def test_the_stages_before_a_crash_are_kept(worker):
+    source = ("import ctypes, torch\nf = torch.compile(lambda x: x.sin() + 1)\n"
+              "f(torch.randn(4))\nctypes.string_at(0)\n")
+    result = worker.run(source, Options(device="cpu"))
+    assert result["error"]["type"] == "Crash" and not result["finished"]
+    assert result["compiles"] and "output_code" in result["compiles"][0]["stages"]
+
+
+def test_worker_serves_after_every_bad_input(worker):
+    result = worker.run("import torch\nf = torch.compile(lambda x: x + 1)\nprint(f(torch.ones(1)))\n",
+                        Options(device="cpu"))
+    assert result["error"] is None and "tensor([2.])" in result["stdout"]
