@@ -1,0 +1,158 @@
+"""Engine benchmark: `python bench/engine_bench.py [--repeats N] [--out bench/out/engine.json]`.
+
+(a) full result from a warm worker vs today's workflow, `TORCH_TRACE=DIR python SCRIPT.py`
+    followed by `tlparse` on the log (goal <= 0.3x);
+(b) capture overhead inside a warm process: the same compile with all capture on vs off
+    (goal <= 1.15x); each side runs in its own fresh process with identical warm-up;
+(c) submit -> first stage event (Dynamo graph) on a warm worker (goal <= 1.0 s).
+Medians of N repeats, measured in one run on this machine; JSON to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from compiler_core import Options, Worker  # noqa: E402
+from compiler_core.gallery import get_example  # noqa: E402
+
+SCRIPT = "mlp_fusion"  # a small gallery example with one Inductor compile
+FIRST_EVENT_SCRIPT = "print_graph_break"
+OVERHEAD_SOURCE = """
+import torch
+from torch import nn
+model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16), nn.LayerNorm(16))
+def step(x):
+    return torch.softmax(model(x) * 2 + 1, dim=-1)
+"""
+
+
+def median(values: list[float]) -> float:
+    return round(statistics.median(values), 4)
+
+
+def todays_workflow(path: str, cold: bool) -> float:
+    """TORCH_TRACE run of the script plus tlparse on its log, wall clock. `cold` gives Inductor
+    a fresh cache dir (new code, as a user who just edited it); warm reuses the default one."""
+    with tempfile.TemporaryDirectory() as trace_dir:
+        env = {**os.environ, "TORCH_TRACE": os.path.join(trace_dir, "trace")}
+        if cold:
+            env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(trace_dir, "inductor")
+        started = time.monotonic()
+        subprocess.run([sys.executable, path], env=env, check=True, capture_output=True)
+        logs = [os.path.join(env["TORCH_TRACE"], f) for f in os.listdir(env["TORCH_TRACE"])]
+        subprocess.run(["tlparse", logs[0], "-o", os.path.join(trace_dir, "out"),
+                        "--overwrite", "--no-browser"], check=True, capture_output=True)
+        return time.monotonic() - started
+
+
+def bench_full_result(worker: Worker, repeats: int) -> dict:
+    example = get_example(SCRIPT)
+    ours = median([timed(lambda: worker.run(example.source, Options(device="cpu"),
+                                            user_file=example.path)) for _ in range(repeats)])
+    cold = median([todays_workflow(example.path, cold=True) for _ in range(repeats)])
+    warm = median([todays_workflow(example.path, cold=False) for _ in range(repeats)])
+    return {"script": SCRIPT, "torchbolt_warm_worker_s": ours,
+            "torch_trace_tlparse_cold_cache_s": cold, "torch_trace_tlparse_warm_cache_s": warm,
+            "ratio_vs_cold_cache": round(ours / cold, 3),
+            "ratio_vs_warm_cache": round(ours / warm, 3), "goal": "<= 0.3"}
+
+
+def timed(fn) -> float:
+    started = time.monotonic()
+    fn()
+    return time.monotonic() - started
+
+
+def bench_first_event(worker: Worker, repeats: int) -> dict:
+    example = get_example(FIRST_EVENT_SCRIPT)
+    firsts, totals = [], []
+    for _ in range(repeats):
+        started = time.monotonic()
+        seen: list[float] = []
+
+        def on_record(record, seen=seen, started=started):
+            if record["name"] == "dynamo_output_graph" and not seen:
+                seen.append(time.monotonic() - started)
+        worker.run(example.source, Options(device="cpu"), user_file=example.path,
+                   on_record=on_record)
+        totals.append(time.monotonic() - started)
+        firsts.append(seen[0])
+    return {"script": FIRST_EVENT_SCRIPT, "first_stage_s": median(firsts),
+            "full_result_s": median(totals), "goal": "<= 1.0 s to first stage"}
+
+
+def overhead_child(capture: bool, repeats: int) -> list[float]:
+    """In a fresh process: warm up, then time `repeats` fresh compiles (new code objects)."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    inductor_config.force_disable_caches = True  # both sides: every compile does the full work
+    inductor_config.compile_threads = 1
+    if capture:
+        from compiler_core import capture as capture_hooks
+        from compiler_core.callables import CompileRecorder
+        from compiler_core.records import RecordWriter
+        writer = RecordWriter(open(os.devnull, "w"))
+        capture_hooks.attach(writer, "<bench>")
+        CompileRecorder(writer, {}, "<bench>").install()
+    times = []
+    for i in range(repeats + 1):  # the first round is warm-up
+        namespace: dict = {}
+        exec(compile(OVERHEAD_SOURCE, f"<bench-{i}>", "exec"), namespace)
+        torch._dynamo.reset()
+        fn = torch.compile(namespace["step"])
+        started = time.monotonic()
+        fn(torch.randn(8, 16))
+        times.append(time.monotonic() - started)
+    return times[1:]
+
+
+def bench_overhead(repeats: int) -> dict:
+    sides = {}
+    for side in ("off", "on"):
+        out = subprocess.run([sys.executable, __file__, "--overhead-child", side,
+                              "--repeats", str(repeats)], check=True, capture_output=True,
+                             text=True, cwd=ROOT)
+        sides[side] = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"capture_off_s": median(sides["off"]), "capture_on_s": median(sides["on"]),
+            "ratio": round(median(sides["on"]) / median(sides["off"]), 3), "goal": "<= 1.15"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "engine.json"))
+    parser.add_argument("--overhead-child", choices=("on", "off"))
+    args = parser.parse_args()
+    if args.overhead_child:
+        print(json.dumps(overhead_child(args.overhead_child == "on", args.repeats)))
+        return
+    worker = Worker().start()
+    warm_s = worker.wait_ready()
+    report = {"machine": f"{platform.node()} {os.cpu_count()} cores", "repeats": args.repeats,
+              "worker_warm_up_s": warm_s}
+    try:
+        report["a_full_result_vs_torch_trace_tlparse"] = bench_full_result(worker, args.repeats)
+        report["c_submit_to_first_stage"] = bench_first_event(worker, args.repeats)
+    finally:
+        worker.close()
+    report["b_capture_overhead"] = bench_overhead(args.repeats)
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump(report, fh, indent=2)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
