@@ -11,6 +11,7 @@ Everything comes from PyTorch's own capture points (see shared/DESIGN.md):
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import functools
 import io
@@ -40,6 +41,23 @@ IR_LOGGERS = {
 }
 
 
+# Dynamo graphs as backends received them, (compile id, GraphModule, example inputs), for the GPU
+# preview (compiler_core.gpu_preview), which compiles them again after the script.
+graphs: list[tuple] = []
+_paused = False
+
+
+@contextlib.contextmanager
+def paused():
+    """Record nothing while torchbolt compiles for itself (GPU preview, CUDA-graph timing)."""
+    global _paused
+    _paused = True
+    try:
+        yield
+    finally:
+        _paused = False
+
+
 def current_compile_id() -> str | None:
     cid = CompileContext.current_compile_id()
     return str(cid) if cid is not None else None
@@ -55,7 +73,7 @@ class TraceHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
-        if not isinstance(metadata, dict):
+        if _paused or not isinstance(metadata, dict):
             return
         if "str" in metadata:
             text, index = metadata["str"]
@@ -93,7 +111,8 @@ class IRHandler(logging.Handler):
         self.writer, self.stage = writer, stage
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.writer.emit(self.stage, current_compile_id(), record.getMessage())
+        if not _paused:
+            self.writer.emit(self.stage, current_compile_id(), record.getMessage())
 
 
 def _decompile(code) -> str | None:
@@ -113,6 +132,8 @@ def _dis_text(code) -> str:
 
 def bytecode_hook(writer: RecordWriter):
     def hook(code, new_code):
+        if _paused:
+            return None
         writer.emit("bytecode", current_compile_id(), None,
                     name=code.co_name, filename=code.co_filename, line=code.co_firstlineno,
                     original=_dis_text(code), transformed=_dis_text(new_code),
@@ -123,7 +144,10 @@ def bytecode_hook(writer: RecordWriter):
 
 def record_graph(writer: RecordWriter, user_file: str, gm, example_inputs) -> None:
     """Node table and decomposition views of the Dynamo graph a backend is about to receive."""
+    if _paused:
+        return
     compile_id = current_compile_id()
+    graphs.append((compile_id, gm, example_inputs))
     writer.emit("fx_nodes", compile_id, None, nodes=node_table(gm, user_file))
     for stage, text_or_error in trace_views(gm, example_inputs).items():
         if isinstance(text_or_error, Exception):

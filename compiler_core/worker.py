@@ -66,6 +66,9 @@ def child_main(job: dict, protocol_fd: int) -> None:
         os.close(protocol_fd)
         os.setsid()
         os.chdir(job["dir"])
+        # Per job: the compiled kernels (and their lowering stages) of this job only.
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job["dir"], "inductor-cache")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(job["dir"], "triton-cache")
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit raises instead
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
         stdin = os.open(os.devnull, os.O_RDONLY)

@@ -1,0 +1,194 @@
+"""Triton kernels as compiled: their lowering stages and launch metadata (worker child side).
+
+Each job has its own Triton and Inductor cache directories (set per job by the worker), where
+Triton writes one folder per compiled kernel: `NAME.source .ttir .ttgir .llir .ptx .cubin .json`.
+After the script ran, every Inductor Triton kernel (a `CachingAutotuner` in a loaded output module)
+is matched to the folder of the config it launches with, and one `triton_kernel` record carries its
+texts, SASS (disassembled with the `cuobjdump` Triton ships) and launch metadata. Autotuning is
+recorded as it happens: `triton_autotune` (configs of one kernel benchmarked at run time) and
+`autotune_choices` (`max-autotune` template choices, through Inductor's feedback-saver hook).
+
+`compiler_core.gpu_preview` reuses `kernel_record` for kernels compiled for a virtual GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from .capture import current_compile_id
+from .records import RecordWriter
+
+IR_SUFFIXES = ("source", "ttir", "ttgir", "llir", "ptx")
+SASS_ENCODING = re.compile(r"\s*/\*\s*0x[0-9a-f]{16}\s*\*/")
+RESOURCE_USAGE = re.compile(r"REG:(?P<regs>\d+) STACK:(?P<stack>\d+) SHARED:(?P<shared>\d+) "
+                            r"LOCAL:(?P<local>\d+)")
+
+
+def cache_roots() -> list[str]:
+    """Where this job's compiled kernels are: the job's Triton cache, and the Triton caches of
+    the fresh per-compile folders Inductor makes in the job's Inductor cache (with
+    `force_disable_caches` it points `TRITON_CACHE_DIR` there while it compiles)."""
+    roots = [os.environ.get("TRITON_CACHE_DIR", "")]
+    inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
+    if os.path.isdir(inductor):
+        roots += [os.path.join(entry.path, "triton") for entry in os.scandir(inductor)]
+    return [root for root in roots if os.path.isdir(root)]
+
+
+def configure_inductor() -> None:
+    """Per-kernel byte and FLOP estimates (`kernel_num_gb`, `kernel_flop`) and a benchmark harness
+    in each kernel's module; the kernels themselves are unchanged."""
+    import torch._inductor.config as inductor_config
+    inductor_config.benchmark_kernel = True
+
+
+def config_dict(config) -> dict:
+    """A `triton.Config` as plain data: block sizes, warps, stages."""
+    out = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+    if getattr(config, "maxnreg", None):
+        out["maxnreg"] = config.maxnreg
+    return out
+
+
+def _cuobjdump() -> str | None:
+    import triton
+    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    return bundled if os.path.exists(bundled) else shutil.which("cuobjdump")
+
+
+def sass_and_resources(cubin_path: str) -> tuple[str | None, dict]:
+    """SASS without the encoding comments, and the resource usage `cuobjdump` reports."""
+    tool = _cuobjdump()
+    if tool is None or not os.path.exists(cubin_path):
+        return None, {}
+    run = functools.partial(subprocess.run, capture_output=True, text=True, timeout=60)
+    sass = run([tool, "-sass", cubin_path]).stdout
+    usage = RESOURCE_USAGE.search(run([tool, "--dump-resource-usage", cubin_path]).stdout)
+    lines = [SASS_ENCODING.sub("", line).rstrip() for line in sass.splitlines()]
+    resources = {k: int(v) for k, v in usage.groupdict().items()} if usage else {}
+    return "\n".join(line for line in lines if line.strip()), resources
+
+
+def cache_index() -> dict[str, str]:
+    """Folder of each compiled kernel of the job, keyed by folder name and by Triton's hash."""
+    index: dict[str, str] = {}
+    for root in cache_roots():
+        for folder in os.scandir(root):
+            index[folder.name] = folder.path
+            for entry in os.scandir(folder.path):
+                if entry.name.endswith(".json") and not entry.name.startswith("__grp__"):
+                    with open(entry.path, encoding="utf-8") as fh:
+                        index[json.load(fh).get("hash", "")] = folder.path
+    return index
+
+
+def read_folder(folder: str, name: str) -> dict:
+    """The lowering stages of one compiled kernel, its Triton metadata and SASS."""
+    stages = {}
+    for suffix in IR_SUFFIXES:
+        path = os.path.join(folder, f"{name}.{suffix}")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                stages[suffix] = fh.read()
+    with open(os.path.join(folder, f"{name}.json"), encoding="utf-8") as fh:
+        metadata = json.load(fh)
+    sass, resources = sass_and_resources(os.path.join(folder, f"{name}.cubin"))
+    if sass:
+        stages["sass"] = sass
+    return {"stages": stages, "metadata": metadata, "resources": resources}
+
+
+def grid_expr(autotuner, config) -> list[str] | None:
+    """The launch grid as Inductor computes it, e.g. `['-(xnumel // -1024)', '1', '1']`."""
+    try:
+        from torch._inductor.runtime.triton_heuristics import GridExpr
+        grid = GridExpr.from_meta(autotuner.inductor_meta, config)
+        return [str(g) for g in (grid.x_grid, grid.y_grid, grid.z_grid)]
+    except Exception:  # older grid code or a kernel kind without a grid type: leave it out
+        return None
+
+
+def kernel_record(autotuner, config, folder: str | None, observed: dict) -> dict:
+    """Everything shown for one kernel: launch metadata, Inductor's estimates, its stages.
+
+    `observed` holds what the launcher measured when the kernel was loaded on a device
+    (registers, spills, shared memory) and where it came from; it overrides the static figures.
+    """
+    name = autotuner.fn.__name__
+    info = read_folder(folder, name) if folder else {"stages": {}, "metadata": {}, "resources": {}}
+    launch = {"config": config_dict(config), "grid": grid_expr(autotuner, config),
+              "shared_bytes": info["metadata"].get("shared"),
+              "registers": info["resources"].get("regs"),
+              "local_bytes": info["resources"].get("local"),
+              "target": info["metadata"].get("target")}
+    launch.update({k: v for k, v in observed.items() if v is not None})
+    return {"name": name, "launch": launch, "stages": info["stages"],
+            "num_gb": autotuner.inductor_meta.get("kernel_num_gb"),
+            "flop": autotuner.inductor_meta.get("kernel_flop"),
+            "is_backward": bool(getattr(autotuner, "is_backward", False))}
+
+
+def loaded_autotuners():
+    """(output module file, autotuner) for every Triton kernel of the loaded output modules."""
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    modules = list(PyCodeCache.modules) + list(getattr(PyCodeCache, "modules_no_attr", {}).values())
+    seen = set()
+    for module in modules:
+        for value in list(vars(module).values()):
+            if isinstance(value, CachingAutotuner) and id(value) not in seen:
+                seen.add(id(value))
+                yield getattr(module, "__file__", None), value
+
+
+def collect(writer: RecordWriter) -> None:
+    """One `triton_kernel` record per Inductor Triton kernel that was loaded to launch."""
+    index = cache_index()
+    for module_file, autotuner in loaded_autotuners():
+        compile_id = _compile_id(autotuner)
+        if compile_id is None or not autotuner.launchers:
+            continue
+        launcher = autotuner.launchers[0]  # after autotuning, the one kept
+        folder = index.get(getattr(launcher, "cache_hash", None) or "")
+        observed = {"registers": launcher.n_regs, "spills": launcher.n_spills,
+                    "shared_bytes": launcher.shared, "module_file": module_file}
+        writer.emit("triton_kernel", compile_id, None,
+                    **kernel_record(autotuner, launcher.config, folder, observed))
+
+
+def _compile_id(autotuner) -> str | None:
+    compile_id = getattr(autotuner, "compile_id", None)
+    return str(compile_id) if compile_id is not None else None
+
+
+def record_autotuning(writer: RecordWriter) -> None:
+    """Record run-time config benchmarks and `max-autotune` choices as they happen."""
+    from torch._inductor import select_algorithm
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    original = CachingAutotuner.benchmark_all_configs
+
+    @functools.wraps(original)
+    def benchmark_all_configs(self, *args, **kwargs):
+        timings = original(self, *args, **kwargs)
+        writer.emit("triton_autotune", _compile_id(self), None, name=self.fn.__name__,
+                    configs=[{"config": config_dict(launcher.config), "ms": ms,
+                              "registers": launcher.n_regs, "spills": launcher.n_spills}
+                             for launcher, ms in timings.items()])
+        return timings
+
+    CachingAutotuner.benchmark_all_configs = benchmark_all_configs
+
+    def feedback(timings, name, input_nodes, *_):
+        choices = sorted(timings.items(), key=lambda item: item[1])
+        writer.emit("autotune_choices", current_compile_id(), None, op=name,
+                    inputs=[str(list(node.get_size())) for node in input_nodes],
+                    choices=[{"name": c.name, "description": getattr(c, "description", ""),
+                              "ms": ms} for c, ms in choices])
+
+    select_algorithm.add_feedback_saver(feedback)
