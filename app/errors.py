@@ -1,0 +1,39 @@
+"""One error type and one JSON shape for every API error: `{"ok": false, "error", "status"}`.
+
+Pages get the same message in a minimal HTML page. No user input can cause a 500: views validate
+with `ApiError`, and the catch-all handler below turns anything unexpected into a logged 500
+whose message names no internals.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, current_app, jsonify, render_template, request
+from werkzeug.exceptions import HTTPException
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _respond(status: int, message: str):
+    if request.path.startswith("/api/"):
+        return jsonify({"ok": False, "error": message, "status": status}), status
+    return render_template("error.html", status=status, message=message), status
+
+
+def register(app: Flask) -> None:
+    @app.errorhandler(ApiError)
+    def api_error(exc: ApiError):
+        return _respond(exc.status, exc.message)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException):
+        return _respond(exc.code or 500, exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception):
+        current_app.logger.exception("unexpected error on %s", request.path)
+        return _respond(500, "internal error; the server log has the details")

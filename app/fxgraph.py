@@ -1,0 +1,154 @@
+"""Graph nodes of any FX stage, read from its printed code (the engine gives a node table only
+for the Dynamo graph).
+
+FX prints one node per line, `name: "f32[4, 4][4, 1]cpu" = torch.ops.aten.mm.default(a, b);  a =
+None`, placeholders as `forward`'s parameters and the output as its `return`. Each `def forward`
+is one graph; an artifact may hold several (forward / backward sections, nested subgraphs), told
+apart by a `graph` label and ids prefixed with it. A node's user line comes from the artifact's
+`src_lines`. The rows have the shape of the Dynamo node table, plus `id` and `graph`.
+"""
+
+from __future__ import annotations
+
+import re
+
+GRAPH_STAGES = ("dynamo_graph", "aot_joint", "aot_forward", "aot_backward", "aot_inference",
+                "core_aten", "prims", "post_grad_graph")
+
+BANNER = re.compile(r"^# ===== (?P<label>.+) =====$")
+CLASS = re.compile(r"^\s*class (?P<name>[^(]+)\(")
+FORWARD = re.compile(r"^\s*def forward\((?P<params>.*)$")
+PARAM = re.compile(r'(?P<name>[A-Za-z_]\w*)(?:\s*:\s*"(?P<type>[^"]*)")?')
+ASSIGN = re.compile(r'^\s+(?P<name>[A-Za-z_]\w*)(?:\s*:\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
+DECLARE = re.compile(r'^\s+(?P<name>[A-Za-z_]\w*)\s*:\s*"(?P<type>[^"]*)"\s*(?:#.*)?$')
+# Joint graphs take pytree inputs: `primals_1, primals_2, = fx_pytree.tree_flatten_spec(...)`.
+UNPACK = re.compile(r"^\s+(?P<names>(?:[A-Za-z_]\w*,\s*)+[A-Za-z_]?\w*)\s*=\s*"
+                    r"fx_pytree\.tree_flatten_spec\((?P<args>.*)\)")
+RELEASE = re.compile(r";\s+(?:\w+ = )+None\s*$")  # FX frees dead values: `;  a = b = None`
+STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
+NAME = re.compile(r"(?<![\w.])(?P<name>[A-Za-z_]\w*)(?!\s*=[^=])")
+CALLEE = re.compile(r"^(?P<callee>[A-Za-z_][\w.]*)\(")
+TYPE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\]")
+DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+          "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+          "b8": "bool", "c64": "complex64", "c128": "complex128"}
+
+
+def parse_type(text: str | None) -> tuple[list[str] | None, str | None]:
+    """`f32[8, 16][16, 1]cpu` -> (["8", "16"], "float32"); `Sym(s0)` -> (None, "Sym")."""
+    if not text:
+        return None, None
+    if text.startswith("Sym("):
+        return None, "Sym"
+    match = TYPE.match(text)
+    if not match:
+        return None, None
+    shape = [d.strip() for d in match["shape"].split(",") if d.strip()]
+    return shape, DTYPES.get(match["dtype"], match["dtype"])
+
+
+def _op_and_target(expr: str) -> tuple[str, str]:
+    callee = CALLEE.match(expr)
+    if callee:
+        name = callee["callee"]
+        if name.startswith("self."):
+            return "call_module", name.removeprefix("self.")
+        return "call_function", name.removeprefix("torch.ops.")
+    if expr.startswith("self."):
+        return "get_attr", expr.removeprefix("self.")
+    if re.match(r"^\w+\[\d+\]$", expr):
+        return "call_function", "getitem"
+    return "call_function", expr[:60]
+
+
+def _names(expr: str, known: dict) -> list[str]:
+    return list(dict.fromkeys(m["name"] for m in NAME.finditer(STRING.sub("", expr))
+                              if m["name"] in known))
+
+
+class _Graph:
+    """One `def forward`: its nodes by name, in order."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.nodes: dict[str, dict] = {}
+        self.declared: dict[str, str] = {}  # types of names declared before they are bound
+
+    def add(self, name: str, op: str, target: str, type_text: str | None, line, inputs) -> None:
+        shape, dtype = parse_type(type_text)
+        self.nodes[name] = {"name": name, "op": op, "target": target, "shape": shape,
+                            "dtype": dtype, "line": line, "module": None, "inputs": inputs}
+
+
+def _statement(lines: list[str], start: int) -> tuple[str, int]:
+    """A statement that may continue over lines while brackets are open; returns (text, end)."""
+    text, depth, index = "", 0, start
+    while index < len(lines):
+        part = lines[index].split("  #", 1)[0]
+        text += " " + part.strip()
+        depth += part.count("(") + part.count("[") - part.count(")") - part.count("]")
+        if depth <= 0:
+            break
+        index += 1
+    return text.strip(), index
+
+
+def parse_graphs(text: str, src_lines: list) -> list[_Graph]:
+    lines = text.split("\n")
+    graphs: list[_Graph] = []
+    section, classes, current = None, [], None  # classes: (indent, name) of the open classes
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        line_no = src_lines[index] if index < len(src_lines) else None
+        if (banner := BANNER.match(line)):
+            section = banner["label"]
+        elif (klass := CLASS.match(line)):
+            indent = len(line) - len(line.lstrip())
+            classes = [c for c in classes if c[0] < indent] + [(indent, klass["name"].strip())]
+        elif FORWARD.match(line):
+            signature, index = _statement(lines, index)
+            nested = [name for _, name in classes[1:]]
+            current = _Graph(" ".join(filter(None, [section, *nested])))
+            graphs.append(current)
+            for param in PARAM.finditer(signature.split("(", 1)[1]):
+                if param["name"] != "self":
+                    current.add(param["name"], "placeholder", param["name"], param["type"],
+                                None, [])
+        elif current is not None and line.strip().startswith("return"):
+            statement, index = _statement(lines, index)
+            current.add("output", "output", "output", None, None,
+                        _names(statement.removeprefix("return"), current.nodes))
+        elif current is not None and (declared := DECLARE.match(line)):
+            current.declared[declared["name"]] = declared["type"]
+        elif current is not None and (unpack := UNPACK.match(line)):
+            for name in _names(unpack["args"], current.nodes):  # the pytree stands for its leaves
+                del current.nodes[name]
+            for name in filter(None, (n.strip() for n in unpack["names"].split(","))):
+                current.add(name, "placeholder", name, current.declared.get(name), None, [])
+        elif current is not None and (node := ASSIGN.match(line)):
+            expr = RELEASE.sub("", node["expr"]).strip()
+            op, target = _op_and_target(expr)
+            current.add(node["name"], op, target, node["type"], line_no,
+                        _names(expr, current.nodes))
+        index += 1
+    return graphs
+
+
+def fx_nodes(text: str, src_lines: list) -> list[dict]:
+    """Node rows of every graph in an FX text; ids are `graph:name` when there are several."""
+    graphs = [g for g in parse_graphs(text, src_lines) if g.nodes]
+    rows = []
+    for graph in graphs:
+        prefix = f"{graph.label}:" if len(graphs) > 1 else ""
+        for node in graph.nodes.values():
+            rows.append({**node, "id": prefix + node["name"], "graph": graph.label,
+                         "inputs": [prefix + name for name in node["inputs"]]})
+    return rows
+
+
+def stage_nodes(artifact: dict) -> list[dict]:
+    """Node rows of a graph stage: the engine's table for Dynamo, else parsed from the text."""
+    if artifact.get("nodes"):
+        return [{**node, "id": node["name"], "graph": ""} for node in artifact["nodes"]]
+    return fx_nodes(artifact["text"], artifact.get("src_lines") or [])

@@ -1,0 +1,40 @@
+"""The page: `/` (empty editor, or `?example=SLUG`) and `/r/KEY` (a shared result, no recompile).
+
+Everything the page starts with travels in one JSON block (`boot`), which Jinja's `tojson`
+escapes for a `<script>` element; user text is never spliced into the HTML itself.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, render_template
+
+from compiler_core.gallery import list_examples
+from compiler_core.options import BACKENDS, DEVICES, DYNAMIC, MODES
+
+from .api import manager, stored
+from .fxgraph import GRAPH_STAGES
+
+bp = Blueprint("pages", __name__)
+
+
+def boot_data(share: dict | None = None) -> dict:
+    return {
+        "environment": manager().environment,
+        "gallery": [{"slug": e.slug, "title": e.title, "teaches": e.teaches, "source": e.source}
+                    for e in list_examples()],
+        "choices": {"device": DEVICES, "mode": MODES, "dynamic": DYNAMIC, "backend": BACKENDS},
+        "graph_stages": GRAPH_STAGES,
+        "share": share,
+    }
+
+
+@bp.get("/")
+def index():
+    """The explorer."""
+    return render_template("index.html", boot=boot_data())
+
+
+@bp.get("/r/<key>")
+def shared(key: str):
+    """The explorer with a stored result's code and result loaded."""
+    return render_template("index.html", boot=boot_data(stored(key)))

@@ -1,0 +1,58 @@
+// Page chrome: draggable splitters (sizes persist) and keyboard shortcuts.
+
+export function installSplitters(settings, persist) {
+  const root = document.documentElement.style;
+  const apply = () => {
+    root.setProperty("--left-width", `${settings.leftWidth}%`);
+    root.setProperty("--editor-height", `${settings.editorHeight}%`);
+  };
+  apply();
+  drag(document.getElementById("split-columns"), (e) => {
+    settings.leftWidth = clamp((e.clientX / window.innerWidth) * 100, 15, 85);
+  }, apply, persist);
+  drag(document.getElementById("split-rows"), (e) => {
+    const box = document.getElementById("left").getBoundingClientRect();
+    settings.editorHeight = clamp(((e.clientY - box.top) / box.height) * 100, 15, 90);
+  }, apply, persist);
+}
+
+function drag(handle, onMove, apply, persist) {
+  handle.addEventListener("pointerdown", (down) => {
+    down.preventDefault();
+    handle.setPointerCapture(down.pointerId);
+    const move = (e) => { onMove(e); apply(); };
+    const up = () => {
+      handle.removeEventListener("pointermove", move);
+      handle.removeEventListener("pointerup", up);
+      window.dispatchEvent(new Event("resize")); // plotly re-fits its figures
+      persist();
+    };
+    handle.addEventListener("pointermove", move);
+    handle.addEventListener("pointerup", up);
+  });
+}
+
+const clamp = (v, lo, hi) => Math.min(hi, Math.max(lo, v));
+
+// Alt+key shortcuts use event.code, so they work on every keyboard layout (and on macOS,
+// where Option+key types a character).
+const ALT_KEYS = {
+  KeyT: (a) => a.theme(), Equal: (a) => a.fontUp(), Minus: (a) => a.fontDown(),
+  Digit2: (a) => a.panes(2), Digit3: (a) => a.panes(3), KeyG: (a) => a.gallery(),
+  KeyS: (a) => a.share(), KeyC: (a) => a.colors(), Slash: (a) => a.help(),
+};
+
+export function installShortcuts(actions) {
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented) return; // the editor handled it (its own Ctrl+Enter)
+    if ((e.ctrlKey || e.metaKey) && e.key === "Enter") {
+      e.preventDefault();
+      actions.compile();
+    } else if (e.key === "Escape" && document.body.dataset.job === "running") {
+      actions.cancel();
+    } else if (e.altKey && !e.ctrlKey && !e.metaKey && ALT_KEYS[e.code]) {
+      e.preventDefault();
+      ALT_KEYS[e.code](actions);
+    }
+  });
+}

@@ -1,0 +1,78 @@
+// DOM helpers. User text only ever reaches the page through textContent / attributes set here
+// (never innerHTML), so it cannot become markup. `escapeHtml` is for plotly's hover labels,
+// which accept a small HTML subset.
+
+export function h(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "text") el.textContent = value;
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export function clear(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+export function escapeHtml(text) {
+  return String(text ?? "").replace(/[&<>"']/g, (c) => ENTITIES[c]);
+}
+
+// Links from results (PyTorch's graph-break docs) are only followed when they are https.
+export function safeUrl(url) {
+  return typeof url === "string" && /^https:\/\//.test(url) ? url : null;
+}
+
+let toastTimer = null;
+export function toast(message, ms = 2500) {
+  const el = document.getElementById("toast");
+  clear(el, message);
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.hidden = true; }, ms);
+}
+
+// navigator.clipboard needs a secure context; http://LAN-IP at a meetup is not one.
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    const area = h("textarea", { class: "offscreen" });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  toast("Copied to the clipboard");
+}
+
+export function download(filename, text) {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
+  const link = h("a", { href: url, download: filename });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+export function lineLink(line, onLine) {
+  return h("button", { class: "line-link", title: `Show line ${line} in the editor`,
+                       onclick: () => onLine(line) }, `line ${line}`);
+}

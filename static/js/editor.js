@@ -1,0 +1,135 @@
+// CodeMirror 6 views: the user's editor and the read-only stage viewers of the panes.
+// Both colour lines by the user source line they come from (Compiler Explorer style), so the
+// editor's line 12 and every output line made from it share a colour.
+
+import {
+  EditorView, EditorState, Compartment, StateField, StateEffect, Decoration, keymap,
+  basicSetup, python, cpp, json, oneDark, lintGutter, setDiagnostics, Prec,
+} from "../vendor/codemirror.js";
+
+const PALETTE_SIZE = 8;
+const setLineMarks = StateEffect.define(); // {colors: Map(line -> user line), focus: Set(line)}
+
+// Line decorations: `colors` maps a document line to the user line it stands for.
+const lineMarks = StateField.define({
+  create: () => Decoration.none,
+  update(decorations, tr) {
+    for (const effect of tr.effects) {
+      if (effect.is(setLineMarks)) return buildMarks(tr.state.doc, effect.value);
+    }
+    return decorations.map(tr.changes);
+  },
+  provide: (field) => EditorView.decorations.from(field),
+});
+
+function buildMarks(doc, { colors, focus }) {
+  const ranges = [];
+  for (let n = 1; n <= doc.lines; n++) {
+    const user = colors.get(n);
+    if (user == null) continue;
+    const cls = `tb-src tb-src-${user % PALETTE_SIZE}` + (focus.has(user) ? " tb-focus" : "");
+    ranges.push(Decoration.line({ class: cls }).range(doc.line(n).from));
+  }
+  return Decoration.set(ranges);
+}
+
+function language(name) {
+  if (name === "python") return python();
+  if (name === "cpp") return cpp();
+  if (name === "json") return json();
+  return [];
+}
+
+const themes = new WeakMap();
+function themeFor(view) { return themes.get(view); }
+
+function baseExtensions(theme) {
+  return [basicSetup, lineMarks, theme.of([]), EditorView.theme({ "&": { height: "100%" } })];
+}
+
+export function setTheme(view, dark) {
+  view.dispatch({ effects: themeFor(view).reconfigure(dark ? oneDark : []) });
+}
+
+export function markLines(view, colors, focus = new Set()) {
+  view.dispatch({ effects: setLineMarks.of({ colors, focus }) });
+}
+
+export function scrollToLine(view, line) {
+  if (line < 1 || line > view.state.doc.lines) return;
+  view.dispatch({ effects: EditorView.scrollIntoView(view.state.doc.line(line).from, { y: "center" }) });
+}
+
+// The user's editor. `onRun` on Ctrl/Cmd+Enter; `onCursorLine(line)` as the cursor moves.
+export function createEditor(parent, { doc, onRun, onCursorLine, onChange }) {
+  const theme = new Compartment();
+  let lastLine = null;
+  const view = new EditorView({
+    parent,
+    state: EditorState.create({
+      doc,
+      extensions: [
+        Prec.highest(keymap.of([{ key: "Mod-Enter", run: () => { onRun(); return true; } }])),
+        baseExtensions(theme),
+        python(),
+        lintGutter(),
+        EditorView.lineWrapping,
+        EditorView.updateListener.of((update) => {
+          if (update.docChanged) onChange(update.state.doc.toString());
+          const line = update.state.doc.lineAt(update.state.selection.main.head).number;
+          if (line !== lastLine && (update.selectionSet || update.docChanged)) {
+            lastLine = line;
+            onCursorLine(line);
+          }
+        }),
+      ],
+    }),
+  });
+  themes.set(view, theme);
+  return view;
+}
+
+export function setDoc(view, text) {
+  view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
+}
+
+export function selectLine(view, line) {
+  if (line < 1 || line > view.state.doc.lines) return;
+  const { from } = view.state.doc.line(line);
+  view.dispatch({ selection: { anchor: from }, effects: EditorView.scrollIntoView(from, { y: "center" }) });
+  view.focus();
+}
+
+// Gutter marks with hover text: graph breaks (warning) and the script's error (error).
+// `marks` is [{line, severity, title, render: () => Node}].
+export function setMarks(view, marks) {
+  const doc = view.state.doc;
+  const diagnostics = marks.filter((m) => m.line >= 1 && m.line <= doc.lines).map((m) => {
+    const line = doc.line(m.line);
+    return { from: line.from, to: line.to, severity: m.severity, source: m.title,
+             message: m.text, renderMessage: m.render };
+  });
+  view.dispatch(setDiagnostics(view.state, diagnostics));
+}
+
+// A read-only viewer for one stage's text. `onLineClick(documentLine)`.
+export function createViewer(parent, { text, lang, onLineClick }) {
+  const theme = new Compartment();
+  const view = new EditorView({
+    parent,
+    state: EditorState.create({
+      doc: text,
+      extensions: [
+        baseExtensions(theme), language(lang), EditorState.readOnly.of(true),
+        EditorView.domEventHandlers({
+          mouseup: (event, v) => {
+            const pos = v.posAtCoords({ x: event.clientX, y: event.clientY });
+            if (pos != null && v.state.selection.main.empty) onLineClick(v.state.doc.lineAt(pos).number);
+          },
+        }),
+      ],
+    }),
+  });
+  themes.set(view, theme);
+  return view;
+}

@@ -1,0 +1,271 @@
+// torchbolt's page: wires the editor, the run panel and the panes to the API.
+
+import { api, followJob } from "./api.js";
+import { h, clear, copyText, toast } from "./dom.js";
+import { createEditor, markLines, selectLine, setDoc, setMarks, setTheme } from "./editor.js";
+import { Panes } from "./panes.js";
+import { RunPanel } from "./runpanel.js";
+import { loadDraft, loadSettings, saveDraft, saveSettings } from "./settings.js";
+import { setGraphStages } from "./stages.js";
+import { installShortcuts, installSplitters } from "./chrome.js";
+
+const boot = JSON.parse(document.getElementById("boot").textContent);
+const $ = (selector) => document.querySelector(selector);
+const settings = loadSettings();
+const persist = () => saveSettings(settings);
+const timing = (window.__tbTiming = {});
+let current = null; // {id, key, finished}
+let cursorLine = null;
+setGraphStages(boot.graph_stages);
+
+// ---------------------------------------------------------------- editor, panes, run panel
+function initialSource() {
+  const slug = new URLSearchParams(location.search).get("example");
+  const example = boot.gallery.find((e) => e.slug === slug);
+  return boot.share?.source ?? example?.source ?? loadDraft() ?? boot.gallery[0]?.source ?? "";
+}
+
+let draftTimer = null;
+const editor = createEditor($("#editor"), {
+  doc: initialSource(),
+  onRun: () => compile(),
+  onCursorLine: (line) => { cursorLine = line; panes?.focusUserLine(line); recolorEditor(); },
+  onChange: (text) => { clearTimeout(draftTimer); draftTimer = setTimeout(() => saveDraft(text), 400); },
+});
+
+function showUserLine(line) {
+  selectLine(editor, line);
+}
+
+const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onChange: persist });
+const run = new RunPanel($("#run"), settings, {
+  onLine: showUserLine, onChange: persist,
+  onCompile: (id) => panes.showCompile(id),
+  onStage: (id, stage) => { panes.panes[0].choose({ compile: id, stage }); },
+});
+
+function recolorEditor() {
+  const lines = settings.colorLines ? panes.userLines() : new Set();
+  markLines(editor, new Map([...lines].map((l) => [l, l])), new Set(cursorLine ? [cursorLine] : []));
+}
+
+// ---------------------------------------------------------------- results
+function marksFor(result) {
+  const marks = (result.graph_breaks ?? []).filter((b) => b.line).map((b) => ({
+    line: b.line, severity: "warning", title: "graph break", text: b.reason,
+    render: () => h("div", { class: "mark-message" }, h("strong", {}, "Graph break: "), b.reason,
+      b.explanation ? h("p", {}, b.explanation) : null,
+      b.hints?.length ? h("ul", {}, b.hints.map((hint) => h("li", {}, hint))) : null),
+  }));
+  const e = result.error;
+  if (e?.line) {
+    marks.push({ line: e.line, severity: "error", title: e.type, text: `${e.type}: ${e.message}`,
+                 render: () => h("div", { class: "mark-message" }, h("strong", {}, `${e.type}: `), e.message) });
+  }
+  return marks;
+}
+
+function showResult(result, key) {
+  if (result && !timing.firstContent && result.compiles?.some((c) => Object.keys(c.stages).length)) {
+    timing.firstContent = performance.now() - timing.submit;
+  }
+  run.setResult(result);
+  panes.setResult(result, key);
+  setMarks(editor, result ? marksFor(result) : []);
+  recolorEditor();
+  if (result?.environment?.torch) showEnvironment(result.environment);
+}
+
+function showEnvironment(env) {
+  const device = env.device ? `${env.device}${env.device_name ? `: ${env.device_name}` : ""}` : "starting ...";
+  clear($("#env"), h("span", {}, `torch ${env.torch ?? "?"}`), h("span", {}, `triton ${env.triton ?? "none"}`),
+    h("span", {}, device));
+  $("#env").title = Object.entries(env).map(([k, v]) => `${k}: ${v ?? "none"}`).join("\n");
+}
+
+// ---------------------------------------------------------------- jobs
+let refreshTimer = null;
+async function refresh(jobId, final) {
+  const data = await api.job(jobId);
+  if (current?.id !== jobId) return;
+  showResult(data.result, data.key);
+  if (final) {
+    timing.full = performance.now() - timing.submit;
+    run.finish({ status: data.status, cached: data.cached, error: data.result?.error }, timing.full / 1000);
+    finishJob(data.key);
+  }
+}
+
+function scheduleRefresh(jobId) {
+  if (refreshTimer) return;
+  refreshTimer = setTimeout(() => { refreshTimer = null; refresh(jobId, false).catch(() => {}); }, 300);
+}
+
+function finishJob(key) {
+  current.finished = true;
+  current.stop?.();
+  $("#cancel").hidden = true;
+  $("#share").disabled = !key;
+  document.body.dataset.job = "finished";
+}
+
+async function compile() {
+  const source = editor.state.doc.toString();
+  current?.stop?.();
+  for (const key of Object.keys(timing)) delete timing[key];
+  timing.submit = performance.now();
+  run.start();
+  showResult(null, null);
+  $("#share").disabled = true;
+  document.body.dataset.job = "running";
+  let job;
+  try {
+    job = await api.compile(source, settings.options);
+  } catch (error) {
+    current = null;
+    run.finish({ status: "failed", error: { type: "Request", message: error.message } });
+    document.body.dataset.job = "finished";
+    toast(error.message, 5000);
+    return;
+  }
+  current = { id: job.job, key: job.key, finished: false };
+  if (job.status === "done" || job.status === "failed") {
+    await refresh(job.job, true);
+    return;
+  }
+  $("#cancel").hidden = false;
+  const jobId = job.job;
+  current.stop = followJob(jobId, {
+    status: (e) => run.status(e),
+    stage: (e) => {
+      timing.firstStage ??= performance.now() - timing.submit;
+      run.stage(e);
+      scheduleRefresh(jobId);
+    },
+    done: () => refresh(jobId, true),
+    lost: () => refresh(jobId, false).then(() => toast("Lost the event stream; refresh to see the result")),
+  });
+}
+
+async function cancel() {
+  if (current && !current.finished) {
+    await api.cancel(current.id).catch((e) => toast(e.message));
+    toast("Cancelling ...");
+  }
+}
+
+function share() {
+  if (!current?.key) return;
+  const url = `${location.origin}/r/${current.key}`;
+  copyText(url);
+  history.replaceState(null, "", `/r/${current.key}`);
+  toast(`Share link copied: ${url}`, 4000);
+}
+
+// ---------------------------------------------------------------- toolbar
+const PREFIXED = new Set(["device", "dynamic"]); // "auto" alone would not say what it is
+
+function buildOptions() {
+  const form = $("#options");
+  for (const [name, choices] of Object.entries(boot.choices)) {
+    const select = h("select", { name, "aria-label": name, title: name,
+                                 onchange: () => { settings.options[name] = select.value; persist(); } },
+      choices.map((c) => h("option", { value: c, selected: settings.options[name] === c },
+        PREFIXED.has(name) ? `${name}: ${c}` : c)));
+    form.append(select);
+  }
+  const fullgraph = h("input", { type: "checkbox", name: "fullgraph", checked: settings.options.fullgraph,
+                                 onchange: () => { settings.options.fullgraph = fullgraph.checked; persist(); } });
+  form.append(h("label", { class: "check" }, fullgraph, " fullgraph"));
+}
+
+function setOptions(options) {
+  for (const [name, value] of Object.entries(options)) {
+    if (!(name in settings.options)) continue;
+    settings.options[name] = value;
+    const field = $(`#options [name="${name}"]`);
+    if (field?.type === "checkbox") field.checked = value;
+    else if (field) field.value = value;
+  }
+}
+
+function buildGallery() {
+  const menu = $("#gallery-menu");
+  for (const example of boot.gallery) {
+    menu.append(h("button", { role: "menuitem", dataset: { slug: example.slug }, onclick: () => {
+      setDoc(editor, example.source);
+      menu.hidden = true;
+      toast(`Loaded “${example.title}”. Press Ctrl+Enter to compile.`);
+      editor.focus();
+    } }, h("strong", {}, example.title), h("span", {}, example.teaches)));
+  }
+  $("#gallery-button").onclick = () => { menu.hidden = !menu.hidden; };
+  document.addEventListener("click", (e) => {
+    if (!e.target.closest(".gallery")) menu.hidden = true;
+  });
+}
+
+function applyLook() {
+  document.documentElement.dataset.theme = settings.theme;
+  document.documentElement.style.fontSize = `${settings.fontSize}px`;
+  setTheme(editor, settings.theme === "dark");
+  panes.setTheme(settings.theme === "dark");
+  panes.render();
+  persist();
+}
+
+const actions = {
+  compile, cancel, share,
+  theme: () => { settings.theme = settings.theme === "dark" ? "light" : "dark"; applyLook(); },
+  fontUp: () => { settings.fontSize = Math.min(30, settings.fontSize + 1); applyLook(); },
+  fontDown: () => { settings.fontSize = Math.max(11, settings.fontSize - 1); applyLook(); },
+  panes: (n) => { panes.setCount(n); syncPaneButtons(); recolorEditor(); },
+  gallery: () => { $("#gallery-menu").hidden = !$("#gallery-menu").hidden; },
+  colors: () => { settings.colorLines = !settings.colorLines; persist(); panes.recolor(); recolorEditor(); },
+  help: () => $("#help-dialog").showModal(),
+};
+
+function syncPaneButtons() {
+  for (const button of document.querySelectorAll("[data-panes]")) {
+    button.setAttribute("aria-pressed", String(Number(button.dataset.panes) === settings.paneCount));
+  }
+}
+
+function wireToolbar() {
+  $("#compile").onclick = compile;
+  $("#cancel").onclick = cancel;
+  $("#share").onclick = share;
+  $("#theme").onclick = actions.theme;
+  $("#font-up").onclick = actions.fontUp;
+  $("#font-down").onclick = actions.fontDown;
+  $("#colors").onclick = actions.colors;
+  $("#help").onclick = actions.help;
+  for (const button of document.querySelectorAll("[data-panes]")) {
+    button.onclick = () => actions.panes(Number(button.dataset.panes));
+  }
+  syncPaneButtons();
+}
+
+// ---------------------------------------------------------------- start
+buildOptions();
+buildGallery();
+wireToolbar();
+installSplitters(settings, persist);
+installShortcuts(actions);
+applyLook();
+showEnvironment(boot.environment);
+if (!boot.environment.device) {
+  const poll = setInterval(async () => {
+    const { environment } = await api.status().catch(() => ({}));
+    if (environment?.device) { showEnvironment(environment); clearInterval(poll); }
+  }, 2000);
+}
+if (boot.share) {
+  setOptions(boot.share.options);
+  current = { id: null, key: boot.share.key, finished: true };
+  showResult(boot.share.result, boot.share.key);
+  run.finish({ status: boot.share.result.error ? "failed" : "done", cached: true,
+               error: boot.share.result.error }, null);
+  $("#share").disabled = false;
+}
+document.body.dataset.ready = "1";

@@ -1,0 +1,186 @@
+// The run panel under the editor: live progress and the compiles (one row per compile id, its
+// stages filling in as events arrive, graph breaks and recompiles between the rows), the graph
+// breaks explained, and the script's output and error.
+
+import { h, clear, lineLink, safeUrl } from "./dom.js";
+import { STAGE_LABEL } from "./stages.js";
+
+const TABS = [["compiles", "Compiles"], ["breaks", "Graph breaks"], ["output", "Output"]];
+const EVENT_STAGE = { bytecode: "bytecode_transformed" }; // progress names -> pane stages
+
+export class RunPanel {
+  constructor(root, settings, { onLine, onCompile, onStage, onChange }) {
+    Object.assign(this, { root, settings, onLine, onCompile, onStage, onChange });
+    this.tabButtons = new Map();
+    this.panels = new Map();
+    const bar = h("div", { class: "tabs", role: "tablist" });
+    for (const [name, label] of TABS) {
+      const button = h("button", { role: "tab", dataset: { tab: name }, onclick: () => this.show(name) }, label);
+      this.tabButtons.set(name, button);
+      this.panels.set(name, h("div", { class: `tab-panel ${name}`, role: "tabpanel" }));
+      bar.append(button);
+    }
+    this.statusLine = h("div", { class: "run-status" });
+    clear(root, bar, this.statusLine, ...this.panels.values());
+    this.reset();
+    this.show(settings.runTab);
+  }
+
+  show(name) {
+    this.settings.runTab = name;
+    this.onChange();
+    for (const [tab, button] of this.tabButtons) {
+      button.setAttribute("aria-selected", String(tab === name));
+      this.panels.get(tab).hidden = tab !== name;
+    }
+  }
+
+  reset() {
+    this.stages = new Map(); // compile id -> [{stage, t}]
+    this.result = null;
+    this.state = { status: "idle" };
+    this.render();
+  }
+
+  start() {
+    this.reset();
+    this.started = performance.now();
+    this.state = { status: "queued" };
+    clearInterval(this.timer);
+    this.timer = setInterval(() => this.renderStatus(), 100);
+    this.render();
+  }
+
+  status(event) {
+    this.state = { ...this.state, ...event };
+    this.renderStatus();
+  }
+
+  stage(event) {
+    const id = event.compile_id ?? "—";
+    if (!this.stages.has(id)) this.stages.set(id, []);
+    this.stages.get(id).push({ stage: event.stage, t: event.t });
+    this.renderCompiles();
+  }
+
+  finish(done, elapsed) {
+    clearInterval(this.timer);
+    this.state = { status: done.status, cached: done.cached, error: done.error, elapsed };
+    this.renderStatus();
+    if (done.error) this.show(this.result?.graph_breaks?.length && !done.error.line ? "breaks" : "output");
+  }
+
+  setResult(result) {
+    this.result = result;
+    this.render();
+  }
+
+  render() {
+    this.renderStatus();
+    this.renderCompiles();
+    this.renderBreaks();
+    this.renderOutput();
+  }
+
+  renderStatus() {
+    const { status, position, cached, elapsed } = this.state;
+    const took = this.result?.duration_s;
+    const seconds = elapsed ?? (this.started ? (performance.now() - this.started) / 1000 : 0);
+    if (cached && elapsed == null) { // opened from a share link
+      clear(this.statusLine, h("span", { class: `badge ${status}` }, "shared"),
+        ` Shared result from the store (it ran in ${took ?? "?"} s${status === "failed" ? ", ending with an error" : ""})`);
+      this.root.dataset.status = status;
+      return;
+    }
+    const text = {
+      idle: "Press Ctrl+Enter (or Compile) to run the script under torch.compile.",
+      queued: `Queued${position > 1 ? ` (position ${position})` : ""} · ${seconds.toFixed(1)} s`,
+      running: `Running · ${seconds.toFixed(1)} s`,
+      done: cached ? `Loaded from the store in ${seconds.toFixed(2)} s (this exact code ran before, in ${took ?? "?"} s)`
+        : `Done in ${seconds.toFixed(2)} s`,
+      failed: cached ? `Loaded from the store: this code ended with an error (it ran in ${took ?? "?"} s)`
+        : `Finished with an error after ${seconds.toFixed(2)} s`,
+    }[status];
+    clear(this.statusLine, h("span", { class: `badge ${status}` }, status), " ", text);
+    this.root.dataset.status = status;
+  }
+
+  renderCompiles() {
+    const panel = this.panels.get("compiles");
+    const compiles = this.result?.compiles ?? [];
+    const ids = [...new Set([...compiles.map((c) => c.id), ...this.stages.keys()])];
+    if (!ids.length) {
+      clear(panel, h("p", { class: "empty" }, this.state.status === "idle"
+        ? "Compiles appear here, one per compile id (0/0, 1/0 ...)." : "Waiting for the first compile ..."));
+      return;
+    }
+    const rows = [];
+    for (const id of ids) {
+      const compile = compiles.find((c) => c.id === id);
+      for (const r of this.result?.recompiles ?? []) {
+        if (r.compile_id === id) rows.push(h("div", { class: "between recompile" }, "↻ Recompile",
+          r.previous ? ` (guards of ${r.previous} failed)` : "", ": ", h("code", {}, r.reason)));
+      }
+      rows.push(this.compileRow(id, compile));
+      for (const b of this.result?.graph_breaks ?? []) {
+        if (b.compile_id === id) rows.push(h("div", { class: "between break" }, "⚠ Graph break",
+          b.line ? [" at ", lineLink(b.line, this.onLine)] : "", `: ${b.reason}`,
+          b.resumes_in ? ` → resumes in ${b.resumes_in}` : ""));
+      }
+    }
+    clear(panel, rows);
+  }
+
+  compileRow(id, compile) {
+    const frame = compile?.frame;
+    const events = this.stages.get(id) ?? [];
+    const chips = events.length ? events.map((e) => {
+      const stage = EVENT_STAGE[e.stage] ?? e.stage;
+      const known = STAGE_LABEL[stage];
+      return h("button", { class: `chip stage ${known ? "" : "marker"}`, title: known ? `Show ${known} in the first pane` : e.stage,
+                           onclick: known ? () => this.onStage(id, stage) : null },
+        e.stage, h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
+    }) : Object.keys(compile?.stages ?? {}).map((stage) =>
+      h("button", { class: "chip stage", onclick: () => this.onStage(id, stage) }, stage));
+    return h("div", { class: "compile-row", dataset: { compile: id } },
+      h("button", { class: "compile-id", title: "Show this compile in every pane", onclick: () => this.onCompile(id) }, id),
+      h("span", { class: "frame" }, frame?.name ?? "", frame?.line ? [" ", lineLink(frame.line, this.onLine)] : ""),
+      h("div", { class: "chips" }, chips));
+  }
+
+  renderBreaks() {
+    const breaks = this.result?.graph_breaks ?? [];
+    this.tabButtons.get("breaks").textContent = `Graph breaks${breaks.length ? ` (${breaks.length})` : ""}`;
+    clear(this.panels.get("breaks"), breaks.length ? breaks.map((b) => h("article", { class: "break-card" },
+      h("h3", {}, "Graph break", b.line ? [" at ", lineLink(b.line, this.onLine)] : "",
+        ` in ${b.compile_id}`, b.resumes_in ? ` → resumes in ${b.resumes_in}` : ""),
+      h("p", { class: "reason" }, b.reason),
+      b.explanation ? h("p", {}, b.explanation) : null,
+      b.hints?.length ? h("ul", { class: "hints" }, b.hints.map((hint) => h("li", {}, hint))) : null,
+      safeUrl(b.url) ? h("a", { href: safeUrl(b.url), target: "_blank", rel: "noopener noreferrer" },
+        "PyTorch's page on this break") : null,
+      b.user_traceback ? h("pre", { class: "traceback" }, b.user_traceback) : null))
+      : h("p", { class: "empty" }, this.result ? "No graph breaks: every compiled function became whole graphs."
+        : "Graph breaks are explained here, and marked in the editor's gutter."));
+  }
+
+  renderOutput() {
+    const r = this.result;
+    const panel = this.panels.get("output");
+    const tab = this.tabButtons.get("output");
+    tab.textContent = r?.error ? "Output ⚠" : "Output";
+    if (!r) {
+      clear(panel, h("p", { class: "empty" }, "The script's error, stdout and stderr appear here."));
+      return;
+    }
+    const e = r.error;
+    clear(panel,
+      e ? h("div", { class: `error-box ${e.type}` },
+        h("strong", {}, e.type), e.line ? [" at ", lineLink(e.line, this.onLine)] : "",
+        h("p", {}, e.message), e.traceback ? h("pre", { class: "traceback" }, e.traceback) : null) : null,
+      (r.notes ?? []).map((note) => h("p", { class: "note" }, note)),
+      (r.stage_errors ?? []).map((s) => h("p", { class: "note" }, `Stage ${s.stage} of ${s.compile_id} failed: ${s.message}`)),
+      h("h4", {}, "stdout"), h("pre", { class: "stdout" }, r.stdout || "(empty)"),
+      r.stderr ? [h("h4", {}, "stderr"), h("pre", { class: "stderr" }, r.stderr)] : null);
+  }
+}

@@ -1,0 +1,73 @@
+// Stage names (the engine's, plus "kernels", built here from a compile's kernel list), their
+// labels and the views each offers.
+
+export const STAGES = [
+  ["bytecode_original", "Bytecode: original"],
+  ["bytecode_transformed", "Bytecode: transformed"],
+  ["dynamo_graph", "Dynamo graph (Torch IR)"],
+  ["guards", "Guards"],
+  ["aot_joint", "AOT joint graph"],
+  ["aot_forward", "AOT forward (ATen)"],
+  ["aot_backward", "AOT backward (ATen)"],
+  ["aot_inference", "AOT inference (ATen)"],
+  ["core_aten", "Core ATen (view)"],
+  ["prims", "Prims (view)"],
+  ["post_grad_graph", "Inductor post-grad graph"],
+  ["ir_pre_fusion", "Loop IR before fusion"],
+  ["ir_post_fusion", "Loop IR after fusion"],
+  ["output_code", "Generated code"],
+  ["kernels", "Kernels"],
+  ["metrics", "Compilation metrics"],
+];
+export const STAGE_LABEL = Object.fromEntries(STAGES);
+const EXTENSION = { python: "py", cpp: "cpp", json: "json" };
+// A pane asking for a stage this compile lacks shows its counterpart (training vs inference).
+const COUNTERPART = { aot_forward: "aot_inference", aot_inference: "aot_forward" };
+
+let graphStages = new Set();
+export function setGraphStages(names) { graphStages = new Set(names); }
+
+export function artifactFor(compile, stage) {
+  if (!compile) return null;
+  if (stage === "kernels") return compile.kernels?.length ? kernelsArtifact(compile) : null;
+  return compile.stages?.[stage] ?? null;
+}
+
+export function resolveStage(compile, stage) {
+  if (artifactFor(compile, stage) || !COUNTERPART[stage]) return stage;
+  return artifactFor(compile, COUNTERPART[stage]) ? COUNTERPART[stage] : stage;
+}
+
+export function viewsFor(stage, artifact) {
+  if (graphStages.has(stage)) return [["text", "Code"], ["graph", "Graph"]];
+  if (stage === "guards") return [["grouped", "Grouped"], ["text", "Tree"]];
+  if (stage.startsWith("bytecode") && artifact?.source) return [["text", "dis"], ["python", "Python"]];
+  return [["text", "Text"]];
+}
+
+export function filename(artifact) {
+  const id = String(artifact.compile_id ?? "run").replace("/", "_");
+  return `${artifact.stage}_${id}.${EXTENSION[artifact.language] ?? "txt"}`;
+}
+
+function kernelsArtifact(compile) {
+  const lines = [];
+  const srcLines = [];
+  const allCpp = compile.kernels.every((k) => k.kind === "cpp" || k.kind === "extern");
+  const comment = allCpp ? "//" : "#";
+  for (const kernel of compile.kernels) {
+    const header = [
+      `${comment} ===== ${kernel.name} (${kernel.kind}${kernel.graph ? `, ${kernel.graph}` : ""}) =====`,
+      kernel.nodes?.length ? `${comment} nodes: ${kernel.nodes.join(", ")}` : null,
+      kernel.lines?.length ? `${comment} user lines: ${kernel.lines.join(", ")}` : null,
+    ].filter(Boolean);
+    const body = (kernel.source || `${comment} (library call, no generated source)`).split("\n");
+    for (const line of [...header, ...body, ""]) {
+      lines.push(line);
+      srcLines.push(kernel.lines?.length === 1 ? kernel.lines[0] : null);
+    }
+  }
+  return { stage: "kernels", compile_id: compile.id, title: "Generated kernels",
+           language: allCpp ? "cpp" : "python", text: lines.join("\n"), src_lines: srcLines,
+           sections: [] };
+}
