@@ -1,8 +1,9 @@
 """torchbolt's web layer: a thin Flask app over `compiler_core` (jobs, events, share store).
 
-`create_app(test_config)` builds the app and starts its compile workers; settings:
+`create_app(test_config, workers)` builds the app and starts its compile workers; settings:
 DATA_DIR (share store; env TORCHBOLT_DATA, default ./var), WORKERS (warm compile workers,
-default 1; 0 serves stored results only).
+default 1; 0 serves stored results only). `workers` hands in `compiler_core.Worker`s to use
+instead (tests share one warm worker with the engine's tests).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 
 from flask import Flask
 
+from compiler_core import Worker
+
 from . import api, errors, http, pages
 from .manager import JobManager
 from .store import Store
@@ -18,7 +21,7 @@ from .store import Store
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def create_app(test_config: dict | None = None) -> Flask:
+def create_app(test_config: dict | None = None, workers: list[Worker] | None = None) -> Flask:
     app = Flask(__name__, static_folder=os.path.join(ROOT, "static"),
                 template_folder=os.path.join(ROOT, "templates"))
     app.config.from_mapping(
@@ -29,7 +32,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     )
     app.config.update(test_config or {})
     app.json.sort_keys = False
-    manager = JobManager(Store(app.config["DATA_DIR"]), app.config["WORKERS"]).start()
+    if workers is None:
+        workers = [Worker() for _ in range(app.config["WORKERS"])]
+    manager = JobManager(Store(app.config["DATA_DIR"]), workers).start()
     app.extensions["torchbolt.jobs"] = manager
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)

@@ -53,7 +53,7 @@ def graph_view(artifact: dict, collapse_to: str | int = "auto") -> dict:
         "ok": True, "stage": artifact["stage"], "compile_id": artifact["compile_id"],
         "engine": engine, "total_nodes": len(nodes), "collapsed_depth": depth,
         "module_depth": deepest,
-        "nodes": [{**{k: attrs.get(k) for k in FIELDS}, "size": len(attrs.get("members", [])) or 1,
+        "nodes": [{**{k: attrs.get(k) for k in FIELDS}, "size": attrs.get("size", 1),
                    "x": round(positions[node][0], 3), "y": round(positions[node][1], 3)}
                   for node, attrs in graph.nodes(data=True)],
         "edges": [[index[a], index[b]] for a, b in graph.edges],

@@ -55,7 +55,7 @@ def collapse(graph: nx.DiGraph, depth: int) -> nx.DiGraph:
         out.add_node(group, id=group, name=group, op="module", target=f"{len(names)} nodes",
                      shape=graph.nodes[names[-1]].get("shape"), dtype=first.get("dtype"),
                      line=min(lines) if lines else None, module=group, graph=first.get("graph"),
-                     members=names[:50], inputs=[])
+                     size=len(names), inputs=[])
     for source, target in graph.edges:
         a, b = group_of[source], group_of[target]
         if a != b:

@@ -41,11 +41,11 @@ def engine_version() -> str:
 
 
 class JobManager:
-    def __init__(self, store: Store, workers: int):
+    def __init__(self, store: Store, workers: list[Worker]):
         self.store = store
         self.engine = engine_version()
         self.environment: dict = {"torch": self.engine.split(";")[0].removeprefix("torch ")}
-        self._workers = [Worker() for _ in range(workers)]
+        self._workers = workers
         self._queue: "queue.Queue[Job]" = queue.Queue()
         self._jobs: dict[str, Job] = {}
         self._active: dict[str, Job] = {}  # content key -> queued or running job

@@ -1,0 +1,82 @@
+"""Session fixtures for the web layer's tests (a pytest plugin: `pytest_plugins` names it).
+
+One app over the engine tests' warm `worker` (tests/conftest.py), one share store for the
+session, each distinct compile run once (`compiled`), a live waitress server and one headless
+Chromium for the browser tests.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from app import create_app
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def app(worker, tmp_path_factory):
+    app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path_factory.mktemp("store"))},
+                     workers=[worker])
+    app.extensions["torchbolt.jobs"].wait_ready()
+    return app
+
+
+@pytest.fixture(scope="session")
+def client(app):
+    return app.test_client()
+
+
+def wait_for_job(client, job_id: str, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        data = client.get(f"/api/jobs/{job_id}").get_json()
+        if data["status"] in ("done", "failed"):
+            return data
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not finish in {timeout} s")
+
+
+class Compiler:
+    """Submits through the API and remembers each finished job by (source, options)."""
+
+    def __init__(self, client):
+        self.client = client
+        self.jobs: dict[str, dict] = {}
+
+    def __call__(self, source: str, **options) -> dict:
+        key = repr((source, sorted(options.items())))
+        if key not in self.jobs:
+            response = self.client.post("/api/compile", json={"source": source, "options": options})
+            assert response.status_code == 202, response.get_json()
+            self.jobs[key] = wait_for_job(self.client, response.get_json()["job"])
+        return self.jobs[key]
+
+
+@pytest.fixture(scope="session")
+def compiled(client):
+    return Compiler(client)
+
+
+@pytest.fixture(scope="session")
+def live_server(app):
+    from waitress import create_server
+    server = create_server(app, host="127.0.0.1", port=0, threads=16)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.effective_port}"
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

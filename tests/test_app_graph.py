@@ -1,0 +1,127 @@
+"""Graph views without the engine: the FX text parser, layouts, collapsing, the share store."""
+
+from __future__ import annotations
+
+import pytest
+
+from app import layout
+from app.fxgraph import fx_nodes, parse_type
+from app.graphview import graph_view
+from app.store import Store, content_key, is_key
+
+AOT_TEXT = '''class GraphModule(torch.nn.Module):
+    def forward(
+        self,
+        primals_1: "f32[8, 16][16, 1]cpu",  # PlainAOTInput(idx=0)
+        primals_2: "f32[16][1]cpu",  # PlainAOTInput(idx=1)
+    ):
+        # File: /tmp/x/main.py:12 in f, code: y = torch.sin(x) * 2
+        sin: "f32[8, 16][16, 1]cpu" = torch.ops.aten.sin.default(primals_1)
+        mul: "f32[8, 16][16, 1]cpu" = torch.ops.aten.mul.Tensor(sin, primals_2);  sin = None
+        var_mean = torch.ops.aten.var_mean.correction(mul, [1], correction = 0, keepdim = True)
+        getitem: "f32[8, 1][1, 1]cpu" = var_mean[0];  var_mean = None
+        return (
+            mul,  # PlainAOTOutput(idx=0)
+            getitem,
+        )
+'''
+SRC_LINES = [None] * 6 + [12] * 6 + [None] * 4
+
+
+def test_parse_aot_graph():
+    nodes = {n["name"]: n for n in fx_nodes(AOT_TEXT, SRC_LINES)}
+    assert list(nodes) == ["primals_1", "primals_2", "sin", "mul", "var_mean", "getitem", "output"]
+    assert nodes["primals_1"]["op"] == "placeholder" and nodes["primals_1"]["shape"] == ["8", "16"]
+    assert nodes["mul"] == {**nodes["mul"], "target": "aten.mul.Tensor", "dtype": "float32",
+                            "inputs": ["sin", "primals_2"], "line": 12}
+    assert nodes["getitem"]["target"] == "getitem" and nodes["getitem"]["inputs"] == ["var_mean"]
+    assert nodes["output"]["inputs"] == ["mul", "getitem"]
+
+
+def test_sections_are_separate_graphs_and_pytree_inputs_are_leaves():
+    text = ('# ===== forward =====\nclass inner_f(torch.nn.Module):\n'
+            '    def forward(self, primals, tangents):\n'
+            '        primals_1: "f32[4][1]cpu"  # PlainAOTInput(idx=0)\n'
+            '        primals_1, = fx_pytree.tree_flatten_spec([primals, tangents], self._in_spec)\n'
+            '        cos: "f32[4][1]cpu" = torch.ops.aten.cos.default(primals_1)\n'
+            '        return pytree.tree_unflatten([cos], self._out_spec)\n\n'
+            '# ===== backward =====\nclass GraphModule(torch.nn.Module):\n'
+            '    def forward(self, tangents_1: "f32[4][1]cpu"):\n'
+            '        neg: "f32[4][1]cpu" = torch.ops.aten.neg.default(tangents_1)\n'
+            '        return (neg,)\n')
+    nodes = fx_nodes(text, [])
+    assert [n["id"] for n in nodes] == ["forward:primals_1", "forward:cos", "forward:output",
+                                        "backward:tangents_1", "backward:neg", "backward:output"]
+    assert nodes[0]["op"] == "placeholder" and nodes[0]["shape"] == ["4"]
+    assert nodes[4]["inputs"] == ["backward:tangents_1"]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("f32[8, 16][16, 1]cpu", (["8", "16"], "float32")),
+    ("b8[s0][1]cuda:0", (["s0"], "bool")),
+    ("Sym(s77)", (None, "Sym")),
+    (None, (None, None)),
+])
+def test_parse_type(text, expected):
+    assert parse_type(text) == expected
+
+
+def chain(n: int, modules: int = 0) -> list[dict]:
+    """A chain with a skip connection every 7 nodes, like a stack of residual blocks."""
+    nodes = []
+    for i in range(n):
+        inputs = [f"n{i - 1}"] if i else []
+        if i % 7 == 0 and i >= 7:
+            inputs.append(f"n{i - 7}")
+        module = f"L['self'].layers.{i * modules // n}.op{i % 3}" if modules else None
+        nodes.append({"id": f"n{i}", "name": f"n{i}", "op": "call_function", "target": "add",
+                      "shape": None, "dtype": None, "line": None, "module": module, "inputs": inputs})
+    return nodes
+
+
+@pytest.mark.parametrize("use_dot", [True, False])
+def test_layouts_put_inputs_above_outputs(monkeypatch, use_dot):
+    if not use_dot:
+        monkeypatch.setattr(layout.shutil, "which", lambda name: None)
+    elif layout.shutil.which("dot") is None:
+        pytest.skip("Graphviz dot is not installed")
+    graph = layout.build_graph(chain(60))
+    positions, engine = layout.layout(graph)
+    assert engine == ("dot" if use_dot else "layered") and len(positions) == 60
+    assert all(positions[a][1] > positions[b][1] for a, b in graph.edges)
+
+
+def test_big_graphs_use_the_fast_layout_and_collapse_by_module():
+    nodes = chain(3000, modules=40)
+    expanded = graph_view(artifact(nodes), "off")
+    assert expanded["engine"] == "layered" and len(expanded["nodes"]) == 3000
+    auto = graph_view(artifact(nodes), "auto")
+    assert auto["collapsed_depth"] == 3 and len(auto["nodes"]) == 120  # layer x op
+    assert len(graph_view(artifact(nodes), 2)["nodes"]) == 40  # one per layer
+    coarse = graph_view(artifact(nodes), 1)
+    assert len(coarse["nodes"]) == 1 and coarse["nodes"][0]["size"] == 3000
+    assert all(a != b for a, b in coarse["edges"])
+
+
+def test_collapsed_cycles_still_lay_out(monkeypatch):
+    monkeypatch.setattr(layout.shutil, "which", lambda name: None)
+    nodes = chain(6)
+    for node, module in zip(nodes, ["A", "A", "B", "B", "A", "A"]):
+        node["module"] = module
+    positions, _ = layout.layout(layout.collapse(layout.build_graph(nodes), 0))
+    assert set(positions) == {"A", "B"}
+
+
+def artifact(nodes):
+    return {"stage": "dynamo_graph", "compile_id": "0/0", "text": "", "src_lines": [],
+            "nodes": [{k: v for k, v in n.items() if k != "id"} for n in nodes]}
+
+
+def test_store_round_trip_and_keys(tmp_path):
+    key = content_key("print(1)", {"device": "cpu"}, "torch 2.13")
+    assert is_key(key) and key != content_key("print(1)", {"device": "cuda"}, "torch 2.13")
+    Store(str(tmp_path)).put(key, "print(1)", {"device": "cpu"}, {"compiles": [], "error": None})
+    again = Store(str(tmp_path)).get(key)
+    assert again == {"key": key, "source": "print(1)", "options": {"device": "cpu"},
+                     "result": {"compiles": [], "error": None}}
+    assert Store(str(tmp_path)).get("0" * 20) is None and not is_key("../../etc")
