@@ -58,6 +58,11 @@ def paused():
         _paused = False
 
 
+def recording() -> bool:
+    """False while torchbolt compiles for itself."""
+    return not _paused
+
+
 def current_compile_id() -> str | None:
     cid = CompileContext.current_compile_id()
     return str(cid) if cid is not None else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .stages import MODULES
+from .stages import MODULES, triton_ir
 from .stages.breaks import graph_breaks, recompiles
 from .stages.kernels import extract_kernels
 
@@ -66,6 +66,7 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
         stage_errors.append({"compile_id": group.compile_id, **record["meta"]})
     try:
         kernels = extract_kernels(group)
+        triton_ir.annotate(kernels, group)
     except Exception as exc:
         if strict:
             raise
@@ -74,7 +75,7 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
                              "message": f"{type(exc).__name__}: {exc}"})
     return {"id": group.compile_id, "frame": frame_of(group), "stages": stages,
             "kernels": kernels, "has_graph": "dynamo_graph" in stages,
-            "failure": failure_of(group)}
+            "failure": failure_of(group), **triton_ir.compile_fields(group)}
 
 
 def failure_of(group: CompileRecords) -> dict | None:
@@ -124,6 +125,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
         "compiles": compiles,
         "graph_breaks": graph_breaks(records, compiles, user_file),
         "recompiles": recompiles(records),
+        "timings": [r["meta"] for r in records if r["name"] == "timing"],
         "compiled_callables": compiled_callables(records),
         "stage_errors": stage_errors,
         "notes": [r["meta"]["text"] for r in records if r["name"] == "note"],

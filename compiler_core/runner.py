@@ -16,7 +16,7 @@ import warnings
 
 import torch
 
-from . import capture
+from . import capture, measure
 from .callables import CompileRecorder
 from .options import OUTPUT_FILE_LIMIT, Options
 from .records import RecordWriter
@@ -109,6 +109,7 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
         # torchbolt's own cache setting makes Dynamo warn; keep that out of the user's stderr.
         warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
         capture.attach(writer, user_file)
+        measure.before_script(writer, device)
         recorder = CompileRecorder(writer, options.compile_defaults(), user_file)
         recorder.install()
         try:
@@ -118,6 +119,8 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
                 raise
         if not recorder.callables:
             writer.emit("error", None, None, type="NoCompile", message=NO_COMPILE_HINT, line=None)
+        else:
+            measure.after_script(recorder, writer, device)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:

@@ -20,7 +20,7 @@ import re
 import shutil
 import subprocess
 
-from .capture import current_compile_id
+from . import capture
 from .records import RecordWriter
 
 IR_SUFFIXES = ("source", "ttir", "ttgir", "llir", "ptx")
@@ -176,7 +176,10 @@ def record_autotuning(writer: RecordWriter) -> None:
     @functools.wraps(original)
     def benchmark_all_configs(self, *args, **kwargs):
         timings = original(self, *args, **kwargs)
+        if not capture.recording():
+            return timings
         writer.emit("triton_autotune", _compile_id(self), None, name=self.fn.__name__,
+                    is_backward=bool(getattr(self, "is_backward", False)),
                     configs=[{"config": config_dict(launcher.config), "ms": ms,
                               "registers": launcher.n_regs, "spills": launcher.n_spills}
                              for launcher, ms in timings.items()])
@@ -185,8 +188,10 @@ def record_autotuning(writer: RecordWriter) -> None:
     CachingAutotuner.benchmark_all_configs = benchmark_all_configs
 
     def feedback(timings, name, input_nodes, *_):
+        if not capture.recording():
+            return
         choices = sorted(timings.items(), key=lambda item: item[1])
-        writer.emit("autotune_choices", current_compile_id(), None, op=name,
+        writer.emit("autotune_choices", capture.current_compile_id(), None, op=name,
                     inputs=[str(list(node.get_size())) for node in input_nodes],
                     choices=[{"name": c.name, "description": getattr(c, "description", ""),
                               "ms": ms} for c, ms in choices])

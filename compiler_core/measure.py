@@ -1,0 +1,51 @@
+"""Kernels and timings, around the user's script in the worker child.
+
+`before_script`: Inductor settings for kernel profiling and estimates, autotuning hooks (GPU).
+`after_script`: the GPU's Triton kernels with their lowering stages, the timings of every compiled
+callable, and on a CPU-only machine with `TORCHBOLT_GPU_PREVIEW=1` the preview of the kernels a
+GPU would run. Each step failing costs that step only (a `note` says why); the profiler's and
+compilers' chatter goes to /dev/null rather than the user's stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from . import gpu_preview, timing, triton_kernels
+from .records import RecordWriter
+
+
+def before_script(writer: RecordWriter, device: str) -> None:
+    timing.configure(device)
+    if device == "cuda":
+        triton_kernels.record_autotuning(writer)
+
+
+@contextlib.contextmanager
+def quiet_stderr():
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def after_script(recorder, writer: RecordWriter, device: str) -> None:
+    steps = []
+    if device == "cuda":
+        steps.append(("Triton kernel capture", lambda: triton_kernels.collect(writer)))
+    steps.append(("Timing", lambda: timing.measure_all(recorder, writer, device)))
+    if device == "cpu" and os.environ.get("TORCHBOLT_GPU_PREVIEW") == "1":
+        steps.append(("GPU preview", lambda: gpu_preview.preview(writer)))
+    with quiet_stderr():
+        for name, step in steps:
+            try:
+                step()
+            except Exception as exc:  # a failing step costs that step, not the result
+                writer.emit("note", None, None, text=f"{name} failed: {type(exc).__name__}: "
+                                                     f"{str(exc)[:1000]}")

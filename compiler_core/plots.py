@@ -1,0 +1,55 @@
+"""Plotly figures (plain JSON: `{"data": [...], "layout": {...}}`) for the timing views.
+
+Built where the numbers are measured, so that the result carries them and the page only calls
+`Plotly.newPlot(el, fig.data, fig.layout)`; no plotly package is needed on the server.
+"""
+
+from __future__ import annotations
+
+SHOWN = 12  # kernels per bar; the rest are summed as "other"
+
+
+def _segments(rows: list[dict]) -> list[tuple[str, float]]:
+    top = [(r["name"], r["us_per_call"]) for r in rows[:SHOWN]]
+    rest = sum(r["us_per_call"] for r in rows[SHOWN:])
+    return top + ([("other", rest)] if rest else [])
+
+
+def kernel_figure(kernels: dict, device_kind: str) -> dict:
+    """Eager and compiled, one stacked bar each: every kernel's time per call, and the total."""
+    unit = "GPU device time" if device_kind == "cuda" else "CPU self time"
+    data = []
+    for mode in ("eager", "compiled"):
+        for name, us in _segments(kernels[mode]):
+            data.append({"type": "bar", "x": [mode], "y": [us], "name": name,
+                         "legendgroup": mode,
+                         "hovertemplate": f"{name}<br>%{{y:.1f}} us per call<extra>{mode}</extra>"})
+    total = {mode: kernels["totals"][mode]["us_per_call"] for mode in ("eager", "compiled")}
+    return {"data": data, "layout": {
+        "barmode": "stack", "showlegend": False,
+        "title": {"text": f"{unit} per call by kernel ({kernels['cache']}): eager "
+                          f"{total['eager']:.1f} us, compiled {total['compiled']:.1f} us"},
+        "yaxis": {"title": {"text": "microseconds per call"}}}}
+
+
+def roofline_figure(rows: list[dict], peaks: dict | None) -> dict | None:
+    """Compiled kernels at (FLOP per byte, TFLOP/s) under the measured bandwidth and bf16 roofs."""
+    points = [r for r in rows if r.get("gb_per_call") and r.get("flop_per_call")]
+    if not peaks or not points:
+        return None
+    intensity = [r["flop_per_call"] / (r["gb_per_call"] * 1e9) for r in points]
+    low = min(intensity + [0.1]) / 4
+    high = max(intensity + [4 * peaks["bf16_tflops"] / (peaks["copy_gbps"] / 1e3)])
+    xs = [low * (high / low) ** (i / 63) for i in range(64)]
+    roof = [min(peaks["bf16_tflops"], x * peaks["copy_gbps"] / 1e3) for x in xs]
+    return {"data": [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": roof, "name": "roof (measured)",
+         "hovertemplate": "%{x:.2f} FLOP/B: %{y:.1f} TFLOP/s<extra>roof</extra>"},
+        {"type": "scatter", "mode": "markers+text", "x": intensity,
+         "y": [r["tflops"] for r in points], "text": [r["name"] for r in points],
+         "textposition": "top center", "name": "compiled kernels",
+         "hovertemplate": "%{text}<br>%{x:.2f} FLOP/B, %{y:.2f} TFLOP/s<extra></extra>"}],
+        "layout": {"title": {"text": "Roofline of the compiled kernels (bandwidth and bf16 "
+                                     "peaks measured on this device)"},
+                   "xaxis": {"type": "log", "title": {"text": "FLOP per byte moved"}},
+                   "yaxis": {"type": "log", "title": {"text": "TFLOP/s"}}}}

@@ -1,0 +1,81 @@
+"""Stages `triton_ttir`, `triton_ttgir`, `triton_llir`, `triton_ptx`, `triton_sass`: each Triton
+kernel's lowering, one section per kernel; and the launch metadata of the compile's kernels.
+
+Sources: `triton_kernel` records (kernels that ran on this job's GPU, see
+`compiler_core.triton_kernels`), else the `gpu_preview` record (kernels compiled for a virtual GPU
+on a CPU-only machine, see `compiler_core.gpu_preview`); such artifacts say so in their title and
+in `preview`. `triton_autotune` and `autotune_choices` records hold the configs and template
+choices benchmarked while the script ran.
+"""
+
+from __future__ import annotations
+
+from .common import artifact, join_sections
+
+STAGES = ("triton_ttir", "triton_ttgir", "triton_llir", "triton_ptx", "triton_sass")
+SOURCES = {  # stage -> (file suffix, title, language)
+    "triton_ttir": ("ttir", "Triton IR (TTIR)", "mlir"),
+    "triton_ttgir": ("ttgir", "Triton GPU IR (TTGIR)", "mlir"),
+    "triton_llir": ("llir", "LLVM IR", "llvm"),
+    "triton_ptx": ("ptx", "PTX", "ptx"),
+    "triton_sass": ("sass", "SASS", "sass"),
+}
+
+
+def _label(kernel: dict) -> str:
+    return f"{kernel['name']} (backward)" if kernel.get("is_backward") else kernel["name"]
+
+
+def _kernels(compile_records) -> tuple[list[dict], dict | None]:
+    """The kernels that ran here, else the previewed ones with the preview's record."""
+    ran = [r["meta"] for r in compile_records.all("triton_kernel")]
+    if ran:
+        return ran, None
+    preview = compile_records.first("gpu_preview")
+    return (preview["meta"]["kernels"], preview["meta"]) if preview else ([], None)
+
+
+def extract(compile_records) -> dict:
+    kernels, preview = _kernels(compile_records)
+    out = {}
+    for stage, (suffix, title, language) in SOURCES.items():
+        parts = [(_label(k), k["stages"][suffix]) for k in kernels if k["stages"].get(suffix)]
+        if not parts:
+            continue
+        if preview:
+            title = f"{title} - preview for {preview['device']}"
+        text, sections = join_sections(parts)
+        if not sections:  # one kernel: still name it
+            sections = [{"label": parts[0][0], "line": 0}]
+        out[stage] = artifact(stage, compile_records.compile_id, title, language, text,
+                              sections=sections)
+        out[stage]["preview"] = preview["device"] if preview else None
+    return out
+
+
+def _key(meta: dict) -> tuple[str, bool]:
+    return meta["name"], bool(meta.get("is_backward"))
+
+
+def annotate(kernels: list[dict], compile_records) -> None:
+    """Give each Triton kernel of the compile its launch metadata, estimates and autotuning."""
+    launched = {_key(r["meta"]): r["meta"] for r in compile_records.all("triton_kernel")}
+    autotuned = {_key(r["meta"]): r["meta"]["configs"]
+                 for r in compile_records.all("triton_autotune")}
+    for kernel in kernels:
+        key = (kernel["name"], kernel.get("graph") == "backward")
+        if kernel["kind"] == "triton" and key in launched:
+            info = launched[key]
+            kernel.update(launch=info["launch"], num_gb=info.get("num_gb"),
+                          flop=info.get("flop"), autotune=autotuned.get(key, []))
+
+
+def compile_fields(compile_records) -> dict:
+    """`autotuning` (max-autotune template choices) and `gpu_preview` of one compile."""
+    preview = compile_records.first("gpu_preview")
+    if preview is not None:
+        preview = {**preview["meta"], "kernels": [
+            {k: v for k, v in kernel.items() if k != "stages"}
+            for kernel in preview["meta"]["kernels"]]}
+    return {"autotuning": [r["meta"] for r in compile_records.all("autotune_choices")],
+            "gpu_preview": preview}
