@@ -55,12 +55,17 @@ def environment(device: str) -> dict:
     return info
 
 
+class DeviceUnavailable(RuntimeError):
+    """The job asked for a device this server does not have."""
+
+
 def resolve_device(requested: str) -> str:
     if requested == "cpu":
         return "cpu"
     available = torch.cuda.is_available()
     if requested == "cuda" and not available:
-        raise RuntimeError("device 'cuda' was requested but this server has no usable GPU")
+        raise DeviceUnavailable("device 'cuda' was requested but this server has no usable GPU; "
+                                "choose device 'auto' or 'cpu'")
     return "cuda" if available else "cpu"
 
 
@@ -119,6 +124,10 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
                 raise
         if not recorder.callables:
             writer.emit("error", None, None, type="NoCompile", message=NO_COMPILE_HINT, line=None)
+        for entry in recorder.callables:
+            if not entry.signatures:
+                writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
+                            "called, so it compiled nothing: call the compiled callable.")
         else:
             measure.after_script(recorder, writer, device)
     except BaseException as exc:  # the user's error is data in the result

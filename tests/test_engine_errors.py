@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import torch
 
 from compiler_core import Options
 
@@ -25,13 +26,16 @@ CASES = {
     "memory_blowup": ("import torch\nkeep = []\nwhile True:\n    keep.append(torch.ones(10**8))\n",
                       "MemoryLimit", 4, {"memory_mb": 1500}),
     "no_compile": ("import torch\nprint(torch.ones(2))\n", "NoCompile", None, {}),
+    "no_gpu": ("import torch\n", "DeviceUnavailable", None, {"device": "cuda"}),
 }
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_bad_input_gives_a_clear_error(worker, name):
     source, kind, line, options = CASES[name]
-    options = Options(device="cpu", **options)
+    if name == "no_gpu" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    options = Options(**{"device": "cpu", **options})
     started = time.monotonic()
     result = worker.run(source, options)
     elapsed = time.monotonic() - started
@@ -63,6 +67,12 @@ def test_the_stages_before_a_crash_are_kept(worker):
     result = worker.run(source, Options(device="cpu"))
     assert result["error"]["type"] == "Crash" and not result["finished"]
     assert result["compiles"] and "output_code" in result["compiles"][0]["stages"]
+
+
+def test_a_compiled_callable_never_called_gets_a_note(worker):
+    result = worker.run("import torch\nf = torch.compile(lambda x: x + 1)\n", Options(device="cpu"))
+    assert result["error"] is None and result["compiles"] == []
+    assert any("never called" in note for note in result["notes"])
 
 
 def test_worker_serves_after_every_bad_input(worker):
