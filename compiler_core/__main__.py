@@ -13,7 +13,8 @@ import sys
 
 from .options import BACKENDS, DEVICES, DYNAMIC, MODES, Options, OptionsError
 from .stages import RECORD_STAGE
-from .worker import Worker
+from .result import build_result
+from .worker import Worker, WorkerError
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -53,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker()
     try:
         result = worker.run(source, options, user_file=path, on_record=progress)
+    except WorkerError as exc:  # the engine itself failed: still one result, with the error
+        result = build_result([], path, {"options": options.to_dict(), "error": {
+            "type": "WorkerError", "message": str(exc), "line": None}})
     finally:
         worker.close()
     text = json.dumps(result, indent=1)
