@@ -14,7 +14,9 @@ def normalize(x):
     # (Dynamo stage). Setting torch._dynamo.config.capture_scalar_outputs = True would
     # keep it in the graph as an unbacked symbol (u0) instead.
     scale = peak.item()
-    # Graph 2 receives `scale` as an input; look at its placeholders in the Dynamo stage.
+    # Graph 2 (in the resume function) has the float baked in as a constant and guards
+    # on its exact value (EQUALS_MATCH in the Guards view), so an input with a different
+    # maximum would recompile it.
     return x / scale
 
 

@@ -9,7 +9,7 @@ torch.manual_seed(0)
 
 def f(x):
     # x.shape[0] is baked into the first graph as the constant 8; in the second graph
-    # it becomes the symbol s0 (compare the two graphs in the Dynamo stage).
+    # it becomes a size symbol such as s77 (compare the two graphs in the Dynamo stage).
     return torch.relu(x) * x.shape[0]
 
 

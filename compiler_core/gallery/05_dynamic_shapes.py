@@ -8,15 +8,15 @@ torch.manual_seed(0)
 
 
 def f(x):
-    # Row-wise centering: the graph records sizes as symbols (s0, s1) rather than 8
-    # and 16 (Dynamo stage), and the generated kernel takes them as arguments with loop
-    # bounds such as ks0 (Kernels stage) instead of constants.
+    # Row-wise centering: the graph records sizes as symbols (named like s77 and s27)
+    # rather than 8 and 16 (Dynamo stage), and the generated kernel receives them as
+    # arguments (ks0, ks1) instead of having them baked in as constants (Kernels stage).
     centered = x - x.mean(dim=1, keepdim=True)
     return centered.reshape(x.shape[0] * x.shape[1])
 
 
 compiled = torch.compile(f, dynamic=True)
-# One call, one compile (0/0). The guards (Guards view) only constrain the symbols,
-# e.g. sizes >= 2, so a later call with (4, 16) or (100, 3) would reuse this graph.
+# One call, one compile (0/0). The guards (Guards view) only bound the symbols
+# (e.g. 2 <= size), so a later call with (4, 16) or (100, 32) would reuse this graph.
 out = compiled(torch.randn(8, 16))
 print("output shape:", tuple(out.shape))

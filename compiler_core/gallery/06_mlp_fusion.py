@@ -1,6 +1,6 @@
 """MLP with fused pointwise ops
 
-Inductor keeps the matrix multiplies as library calls but fuses the bias add, GELU and residual add around them into a few generated kernels.
+Inductor keeps the matrix multiplies as library calls and fuses the pointwise work around them (bias add, GELU, residual add) into a few generated kernels.
 """
 import torch
 from torch import nn
@@ -17,12 +17,14 @@ class MLP(nn.Module):
 
     def forward(self, x):
         # Dynamo stage: one graph of linear -> gelu -> linear -> add.
-        # Decomposition stage: each linear becomes a matmul (mm/addmm) plus a bias add.
+        # Decomposition stage: each linear becomes addmm (matmul plus bias add) on the
+        # transposed weight.
         h = F.gelu(self.fc1(x))
-        # Kernels stage: the matmuls stay extern calls (extern_kernels.mm / addmm), while
-        # the pointwise work (bias add + GELU, bias add + residual add) is fused into
-        # generated kernels named after what they fuse (e.g. cpp_fused_gelu_* on CPU,
-        # triton_poi_fused_* on GPU).
+        # Kernels stage: the matmuls stay extern calls (extern_kernels.addmm / mm) and
+        # the pointwise ops become generated kernels named after what they fuse. On CPU,
+        # addmm adds both biases itself, leaving cpp_fused_gelu_0 and cpp_fused_add_1;
+        # on GPU the second bias add leaves the matmul (mm) to fuse with the residual
+        # add in triton_poi_fused_add_addmm_1.
         return x + self.fc2(h)
 
 

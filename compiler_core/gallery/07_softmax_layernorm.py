@@ -1,6 +1,6 @@
 """Softmax and LayerNorm reductions
 
-Softmax and LayerNorm decompose into reductions (max, sum, mean, variance) followed by pointwise math, which Inductor turns into reduction kernels.
+Softmax and LayerNorm decompose into row reductions (max, sum, mean, variance) and pointwise math, which Inductor fuses here into a single reduction kernel.
 """
 import torch
 from torch.nn import functional as F
@@ -13,8 +13,9 @@ def f(x, weight, bias):
     probs = torch.softmax(x, dim=-1)
     # layer_norm becomes var_mean (a reduction), then rsqrt, sub, mul and the affine
     # weight/bias (pointwise).
-    # Kernels stage: each reduction is a loop over the last dim with the pointwise math
-    # fused into it (on GPU: triton_per_* / triton_red_* reduction kernels).
+    # Kernels stage: both reductions and all the pointwise math fuse into one kernel
+    # that handles a row at a time (cpp_fused__softmax_native_layer_norm_0 on CPU; a
+    # triton_per_fused__softmax_..._native_layer_norm_... kernel on GPU).
     return F.layer_norm(probs, (16,), weight, bias)
 
 

@@ -1,6 +1,6 @@
 """Training step with backward
 
-Compiling a loss function gives AOTAutograd a forward and a backward graph, both compiled by Inductor, which loss.backward() then runs.
+Compiling a loss function lets AOTAutograd split it into a forward and a backward graph, both compiled by Inductor, and loss.backward() runs the compiled backward.
 """
 import torch
 from torch import nn
@@ -26,8 +26,8 @@ target = torch.randn(8, 1)
 # forward saves what the backward needs (look for the saved tensors it returns, such
 # as the ReLU output).
 loss = compiled_loss(x, target)
-# The backward graph runs here, as a compiled kernel, not through eager autograd
-# (Inductor and Kernels stages show a second, backward module).
+# The backward graph runs here as compiled code, not through eager autograd (the
+# Inductor and Kernels stages show a second output module, for the backward).
 loss.backward()
 optimizer.step()
 optimizer.zero_grad()

@@ -18,8 +18,8 @@ def f(x):
 compiled = torch.compile(f, fullgraph=True)
 try:
     compiled(torch.randn(8, 16))
-except torch._dynamo.exc.Unsupported as err:
+except RuntimeError as err:  # torch._dynamo.exc.Unsupported, a RuntimeError subclass
     # The message gives the break reason, hints, and the user line ("from user code");
     # no graph is compiled, so the later stages stay empty.
-    print("torch.compile(fullgraph=True) failed:")
+    print(f"torch.compile(fullgraph=True) raised {type(err).__name__}:")
     print(err)

@@ -24,18 +24,19 @@ class Block(nn.Module):
 
     def forward(self, x):
         batch, seq, dim = x.shape
-        # Attention. The Dynamo stage shows each line below as graph nodes; hover a node
-        # to see its source line and nn_module_stack (e.g. ln1, qkv).
+        # Attention. In the Dynamo stage every graph node records the source line below
+        # that created it and its nn_module_stack (e.g. ln1, qkv).
+        head_dim = dim // self.heads
         q, k, v = self.qkv(self.ln1(x)).split(dim, dim=-1)
-        q, k, v = (t.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2) for t in (q, k, v))
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(dim // self.heads)
+        q, k, v = (t.view(batch, seq, self.heads, head_dim).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)
         # Kernels stage: scaling, masking and the softmax's max/exp/sum fuse into one
         # reduction kernel (triton_per_fused__softmax_* on GPU, cpp_fused__softmax_* on CPU).
         weights = scores.masked_fill(self.mask[:seq, :seq], float("-inf")).softmax(dim=-1)
         attn = (weights @ v).transpose(1, 2).reshape(batch, seq, dim)
         x = x + self.proj(attn)
-        # MLP. LayerNorm, bias add and GELU fuse around the two matmuls (compare with
-        # 06_mlp_fusion.py).
+        # MLP. The residual add fuses with the LayerNorm into one kernel and the GELU gets
+        # its own, between the two matmuls (compare with 06_mlp_fusion.py).
         return x + self.mlp(self.ln2(x))
 
 
