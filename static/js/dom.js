@@ -29,9 +29,11 @@ export function clear(el, ...children) {
   return append(el, children);
 }
 
-const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+// Plotly's labels are text with a few tags; it decodes &amp; &lt; &gt; (not &quot;), and
+// quotes are harmless outside attributes, so these three are all that needs escaping.
+const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;" };
 export function escapeHtml(text) {
-  return String(text ?? "").replace(/[&<>"']/g, (c) => ENTITIES[c]);
+  return String(text ?? "").replace(/[&<>]/g, (c) => ENTITIES[c]);
 }
 
 // Links from results (PyTorch's graph-break docs) are only followed when they are https.

@@ -12,7 +12,7 @@ const OP_COLORS = {
   placeholder: "#2f9e44", call_function: "#1c7ed6", call_method: "#7048e8",
   call_module: "#e8590c", get_attr: "#868e96", output: "#e03131", module: "#f08c00",
 };
-let collapse = "auto";
+const LABEL_CHARS = 18;
 let plotly = null;
 
 function loadPlotly() {
@@ -39,6 +39,10 @@ function hoverText(node) {
   return rows.filter(Boolean).join("<br>");
 }
 
+function shortLabel(name) {
+  return escapeHtml(name.length > LABEL_CHARS ? `${name.slice(0, LABEL_CHARS - 1)}…` : name);
+}
+
 function traces(graph, dark) {
   const gl = graph.nodes.length > WEBGL_OVER;
   const type = gl ? "scattergl" : "scatter";
@@ -61,7 +65,7 @@ function traces(graph, dark) {
       type, name: op, mode: labels ? "markers+text" : "markers",
       x: indices.map((i) => graph.nodes[i].x), y: indices.map((i) => graph.nodes[i].y),
       customdata: indices, hovertext: indices.map((i) => hoverText(graph.nodes[i])),
-      hoverinfo: "text", text: labels ? indices.map((i) => graph.nodes[i].name) : undefined,
+      hoverinfo: "text", text: labels ? indices.map((i) => shortLabel(graph.nodes[i].name)) : undefined,
       textposition: "middle right", textfont: { size: 11 },
       marker: { color: OP_COLORS[op] ?? "#1c7ed6", symbol: "square",
                 size: indices.map((i) => Math.min(22, 9 + 2 * Math.log2(graph.nodes[i].size))),
@@ -84,7 +88,8 @@ function layoutFor(dark) {
   };
 }
 
-export async function renderGraph(container, { key, compileId, stage, dark, onUserLine }) {
+// `collapse` is "auto", "off" or a module depth; `onCollapse(value)` asks for another one.
+export async function renderGraph(container, { key, compileId, stage, collapse, dark, onUserLine, onCollapse }) {
   const started = performance.now();
   const search = h("input", { type: "search", placeholder: "Find node by name", class: "graph-search",
                               "aria-label": "Find node by name" });
@@ -105,10 +110,7 @@ export async function renderGraph(container, { key, compileId, stage, dark, onUs
   clear(collapseSelect, ["auto", "off", ...Array.from({ length: graph.module_depth }, (_, i) => String(i + 1))]
     .map((v) => h("option", { value: v, selected: v === collapse },
       v === "auto" ? "collapse: auto" : v === "off" ? "collapse: off" : `collapse: module level ${v}`)));
-  collapseSelect.onchange = () => {
-    collapse = collapseSelect.value;
-    renderGraph(container, { key, compileId, stage, dark, onUserLine });
-  };
+  collapseSelect.onchange = () => onCollapse(collapseSelect.value);
   const shown = graph.nodes.length;
   clear(info, `${shown.toLocaleString()} nodes` +
     (shown !== graph.total_nodes ? ` (of ${graph.total_nodes.toLocaleString()}, by module)` : "") +

@@ -219,16 +219,23 @@ const actions = {
   theme: () => { settings.theme = settings.theme === "dark" ? "light" : "dark"; applyLook(); },
   fontUp: () => { settings.fontSize = Math.min(30, settings.fontSize + 1); applyLook(); },
   fontDown: () => { settings.fontSize = Math.max(11, settings.fontSize - 1); applyLook(); },
-  panes: (n) => { panes.setCount(n); syncPaneButtons(); recolorEditor(); },
+  panes: (n) => { panes.setCount(n); syncToggles(); recolorEditor(); },
   gallery: () => { $("#gallery-menu").hidden = !$("#gallery-menu").hidden; },
-  colors: () => { settings.colorLines = !settings.colorLines; persist(); panes.recolor(); recolorEditor(); },
+  colors: () => {
+    settings.colorLines = !settings.colorLines;
+    persist();
+    syncToggles();
+    panes.recolor();
+    recolorEditor();
+  },
   help: () => $("#help-dialog").showModal(),
 };
 
-function syncPaneButtons() {
+function syncToggles() {
   for (const button of document.querySelectorAll("[data-panes]")) {
     button.setAttribute("aria-pressed", String(Number(button.dataset.panes) === settings.paneCount));
   }
+  $("#colors").setAttribute("aria-pressed", String(settings.colorLines));
 }
 
 function wireToolbar() {
@@ -243,7 +250,7 @@ function wireToolbar() {
   for (const button of document.querySelectorAll("[data-panes]")) {
     button.onclick = () => actions.panes(Number(button.dataset.panes));
   }
-  syncPaneButtons();
+  syncToggles();
 }
 
 // ---------------------------------------------------------------- start

@@ -94,10 +94,9 @@ class Pane {
     this.el = h("section", { class: "pane", dataset: { index } },
       h("header", { class: "pane-head" },
         this.compileSelect, this.stageSelect, this.viewButtons, h("span", { class: "spacer" }),
-        h("button", { class: "icon copy", title: "Copy this stage's text", "aria-label": "Copy",
-                      onclick: () => this.copy() }, "⧉"),
-        h("button", { class: "icon download", title: "Download this stage's text", "aria-label": "Download",
-                      onclick: () => this.download() }, "⤓")),
+        h("button", { class: "icon copy", title: "Copy this stage's text", onclick: () => this.copy() }, "Copy"),
+        h("button", { class: "icon download", title: "Download this stage's text",
+                      onclick: () => this.download() }, "Save")),
       this.note, this.body);
     this.renderedKey = null;
   }
@@ -122,7 +121,8 @@ class Pane {
     const view = views.some(([v]) => v === this.state.view) ? this.state.view : views[0][0];
     this.renderSelects(compile, stage);
     this.renderViews(views, view);
-    const key = [this.owner.key, compile?.id, stage, view, this.artifact?.text.length, this.owner.dark].join("|");
+    const key = [this.owner.key, compile?.id, stage, view, this.artifact?.text.length, this.owner.dark,
+                 this.state.collapse].join("|");
     if (key === this.renderedKey) return;
     this.renderedKey = key;
     this.viewer?.destroy();
@@ -141,7 +141,9 @@ class Pane {
         : `${compile ? `Compile ${compile.id}` : "This run"} has no ${STAGE_LABEL[stage]} stage.`));
     } else if (view === "graph") {
       renderGraph(this.body, { key: this.owner.key, compileId: compile.id, stage,
-                               dark: this.owner.dark, onUserLine: this.owner.onUserLine });
+                               collapse: this.state.collapse ?? "auto", dark: this.owner.dark,
+                               onUserLine: this.owner.onUserLine,
+                               onCollapse: (collapse) => this.choose({ collapse }) });
     } else if (view === "grouped") {
       this.body.append(renderGuards(this.artifact, this.owner.onUserLine));
     } else {

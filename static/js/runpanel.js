@@ -88,7 +88,7 @@ export class RunPanel {
     const seconds = elapsed ?? (this.started ? (performance.now() - this.started) / 1000 : 0);
     if (cached && elapsed == null) { // opened from a share link
       clear(this.statusLine, h("span", { class: `badge ${status}` }, "shared"),
-        ` Shared result from the store (it ran in ${took ?? "?"} s${status === "failed" ? ", ending with an error" : ""})`);
+        ` Loaded from the store, not recompiled (it ran in ${took ?? "?"} s${status === "failed" ? ", ending with an error" : ""})`);
       this.root.dataset.status = status;
       return;
     }
