@@ -40,13 +40,6 @@ def cache_roots() -> list[str]:
     return [root for root in roots if os.path.isdir(root)]
 
 
-def configure_inductor() -> None:
-    """Per-kernel byte and FLOP estimates (`kernel_num_gb`, `kernel_flop`) and a benchmark harness
-    in each kernel's module; the kernels themselves are unchanged."""
-    import torch._inductor.config as inductor_config
-    inductor_config.benchmark_kernel = True
-
-
 def config_dict(config) -> dict:
     """A `triton.Config` as plain data: block sizes, warps, stages."""
     out = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}

@@ -1,0 +1,142 @@
+"""Timings on CPU (labelled CPU): the real engine times every compiled callable on its recorded
+arguments; correctness gates the speed-up; per-kernel rows name the compiled kernels."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compiler_core import Options
+from compiler_core.timing import compare, fresh_like, summary
+
+SCRIPT = '''
+import torch
+from torch.nn import functional as F
+
+def mlp(x, w):
+    return F.gelu(x @ w).softmax(-1) * 2
+
+state = torch.zeros(64)
+def stateful(x):
+    state.add_(1)
+    return x + state
+
+def wrong_backend(gm, example_inputs):
+    return lambda *args: [out * 2 for out in gm(*args)]
+
+model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 64))
+compiled_model = torch.compile(model)
+print(torch.compile(mlp)(torch.randn(128, 256), torch.randn(256, 256)).shape)
+compiled_model(torch.randn(32, 64)).sum().backward()
+with torch.no_grad():
+    compiled_model(torch.randn(16, 64))
+torch.compile(stateful)(torch.randn(64))
+torch.compile(lambda x: x.sin() + 1, backend=wrong_backend)(torch.randn(64))
+'''
+
+
+@pytest.fixture(scope="module")
+def result(worker, tmp_path_factory):
+    path = tmp_path_factory.mktemp("timing") / "timing_script.py"
+    path.write_text(SCRIPT)
+    result = worker.run(SCRIPT, Options(device="cpu"), user_file=str(path))
+    assert result["error"] is None, result["error"]
+    return result
+
+
+def timings_of(result, name):
+    return [t for t in result["timings"] if t["name"] == name]
+
+
+def test_every_callable_and_signature_is_timed(result):
+    assert [(t["name"], len(t["arguments"])) for t in result["timings"]] == [
+        ("Sequential", 1), ("Sequential", 1), ("mlp", 2), ("stateful", 1), ("<lambda>", 1)]
+    for timing in result["timings"]:
+        assert "error" not in timing, timing
+        assert timing["device"] == "cpu" and "perf_counter" in timing["clock"]
+
+
+def test_end_to_end_statistics_are_consistent(result):
+    for timing in result["timings"]:
+        warm = timing["e2e"]["warm"]
+        assert set(timing["e2e"]) == {"warm"}  # cold and CUDA graphs are GPU-only
+        for mode in ("eager", "compiled"):
+            stats = warm[mode]
+            assert stats["samples"] >= 5 and stats["min_ms"] > 0
+            assert stats["q1_ms"] <= stats["median_ms"] <= stats["q3_ms"]
+        if timing["correctness"]["ok"] is not False:
+            ratio = warm["eager"]["median_ms"] / warm["compiled"]["median_ms"]
+            assert warm["speedup"]["median"] == pytest.approx(ratio)
+            assert warm["speedup"]["low"] <= warm["speedup"]["median"] <= warm["speedup"]["high"]
+
+
+def test_correctness_gates_the_speedup(result):
+    (mlp,) = timings_of(result, "mlp")
+    assert mlp["correctness"]["ok"] is True and mlp["correctness"]["max_abs"] < 1e-3
+    (stateful,) = timings_of(result, "stateful")
+    assert stateful["correctness"]["ok"] is None
+    assert "not comparable" in stateful["correctness"]["reason"]
+    (wrong,) = timings_of(result, "<lambda>")
+    assert wrong["correctness"]["ok"] is False and wrong["correctness"]["max_abs"] > 0.1
+    assert wrong["e2e"]["warm"]["speedup"] is None
+    assert "does not match" in wrong["notes"][0]
+
+
+def test_grad_mode_and_backward_follow_the_script(result):
+    training, inference = timings_of(result, "Sequential")
+    assert (training["grad_mode"], training["mode"]) == ("grad", "forward+backward")
+    assert (inference["grad_mode"], inference["mode"]) == ("no_grad", "call")
+    assert training["correctness"]["ok"] is True
+
+
+def test_per_kernel_rows_name_the_compiled_cpp_kernels(result):
+    (mlp,) = timings_of(result, "mlp")
+    kernels = mlp["kernels"]
+    compiled_cpp = {r["name"] for r in kernels["compiled"] if r["kind"] == "cpp"}
+    generated = {k["name"] for c in result["compiles"] for k in c["kernels"] if k["kind"] == "cpp"}
+    assert compiled_cpp and compiled_cpp <= generated
+    assert "aten::mm" in {r["name"] for r in kernels["eager"]}
+    for rows in (kernels["eager"], kernels["compiled"]):
+        assert all(r["us_per_call"] >= 0 and r["launches"] > 0 for r in rows)
+    assert kernels["totals"]["compiled"]["launches_per_call"] > 0
+    assert kernels["cache"] == "warm (CPU)"
+
+
+def test_plots_are_plotly_figures(result):
+    (mlp,) = timings_of(result, "mlp")
+    figure = mlp["plots"]["kernels"]
+    assert figure["layout"]["barmode"] == "stack"
+    assert {trace["x"][0] for trace in figure["data"]} == {"eager", "compiled"}
+    assert mlp["plots"]["roofline"] is None  # needs a GPU's measured peaks
+
+
+def test_timing_leaves_no_trace_in_the_output_or_the_compiles(result):
+    assert "USDT" not in result["stderr"] and "profiler" not in result["stderr"].lower()
+    assert len(result["compiles"]) == 5  # timing compiled nothing more
+
+
+def test_fresh_inputs_are_random_with_the_same_layout():
+    base = torch.randn(6, 4).t()
+    fresh = fresh_like(base)
+    assert fresh.shape == base.shape and fresh.stride() == base.stride()
+    assert not torch.equal(fresh, base) and bool(fresh.ne(0).all())
+    ids = fresh_like(torch.tensor([3, 7, 5]))
+    assert ids.dtype == torch.int64 and int(ids.min()) >= 3 and int(ids.max()) <= 7
+    leaf = fresh_like(torch.ones(3, requires_grad=True))
+    assert leaf.requires_grad and leaf.is_leaf
+    assert fresh_like(torch.zeros(2, dtype=torch.bool)).dtype == torch.bool
+
+
+def test_tolerance_depends_on_dtype():
+    x = torch.randn(1000)
+    assert compare(x, x + 1e-6)["ok"] is True
+    assert compare(x, x + 1e-2)["ok"] is False
+    bf16 = x.bfloat16()
+    assert compare(bf16, bf16 + 1e-2)["ok"] is True
+    assert compare(x, x[:10])["ok"] is False
+    assert compare(x, x.double())["ok"] is False  # dtype changed
+
+
+def test_summary_quartiles():
+    stats = summary([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert (stats["q1_ms"], stats["median_ms"], stats["q3_ms"]) == (2.0, 3.0, 4.0)
