@@ -1,0 +1,57 @@
+"""GPU timings and Triton stages through the real engine (skipped without CUDA)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compiler_core import Options
+from compiler_core.gpu_gallery import list_examples
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+EXAMPLES = {e.slug: e for e in list_examples()}
+
+
+@pytest.fixture(scope="module")
+def results(worker):
+    return {slug: worker.run(EXAMPLES[slug].source, Options(device="cuda"),
+                             user_file=EXAMPLES[slug].path)
+            for slug in ("pointwise_chain", "matmul_epilogue")}
+
+
+def test_fused_pointwise_chain_is_one_kernel_near_peak_bandwidth(results):
+    result = results["pointwise_chain"]
+    assert result["error"] is None, result["error"]
+    (timing,) = result["timings"]
+    assert timing["device"] == "cuda" and "CUDA events" in timing["clock"]
+    assert timing["correctness"]["ok"] is True
+    assert set(timing["e2e"]) == {"warm", "cold", "cudagraphs"}
+    assert timing["e2e"]["warm"]["speedup"]["median"] > 1.5
+    kernels = timing["kernels"]
+    (fused,) = [r for r in kernels["compiled"] if r["kind"] == "triton"]
+    assert kernels["totals"]["compiled"]["launches_per_call"] == 1
+    assert kernels["totals"]["eager"]["launches_per_call"] >= 5
+    assert fused["grid"] and fused["registers"] > 0
+    assert 20 < fused["pct_peak_bandwidth"] < 120
+    peaks = timing["peaks"]
+    assert 1000 < peaks["copy_gbps"] < 8000 and 100 < peaks["bf16_tflops"] < 1500
+
+
+def test_triton_stages_and_launch_metadata_of_what_ran(results):
+    compile_ = next(c for c in results["pointwise_chain"]["compiles"] if c["kernels"])
+    (kernel,) = [k for k in compile_["kernels"] if k["kind"] == "triton"]
+    launch = kernel["launch"]
+    assert launch["config"]["num_warps"] >= 1 and launch["registers"] > 0
+    assert launch["target"]["arch"] >= 80 and kernel["num_gb"] > 0
+    for stage in ("triton_ttir", "triton_ttgir", "triton_llir", "triton_ptx", "triton_sass"):
+        artifact = compile_["stages"][stage]
+        assert artifact["preview"] is None
+        assert artifact["sections"][0]["label"] == kernel["name"]
+
+
+def test_matmul_is_a_library_kernel_with_flops(results):
+    (timing,) = results["matmul_epilogue"]["timings"]
+    assert timing["correctness"]["ok"] is True
+    matmuls = [r for r in timing["kernels"]["compiled"] if r.get("tflops")]
+    assert matmuls and max(r["tflops"] for r in matmuls) > 100
+    assert timing["plots"]["kernels"]["data"]
