@@ -10,6 +10,7 @@ from flask import Blueprint, render_template
 
 from compiler_core.gallery import list_examples
 from compiler_core.options import BACKENDS, DEVICES, DYNAMIC, MODES
+from compiler_core.stages import STAGE_NAMES
 
 from .api import manager, stored
 from .fxgraph import GRAPH_STAGES
@@ -24,6 +25,7 @@ def boot_data(share: dict | None = None) -> dict:
                     for e in list_examples()],
         "choices": {"device": DEVICES, "mode": MODES, "dynamic": DYNAMIC, "backend": BACKENDS},
         "graph_stages": GRAPH_STAGES,
+        "stage_names": STAGE_NAMES,
         "share": share,
     }
 

@@ -181,6 +181,18 @@ def test_error_is_shown_at_its_line(page, live_server):
     shot(page, "error_at_line")
 
 
+def test_escape_cancels_a_running_compile(page, live_server):
+    open_page(page, live_server + "/")
+    page.click(".cm-content")
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text("import time\n\ntime.sleep(60)\n")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#run[data-status=running]")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#run[data-status=failed]", timeout=20_000)
+    assert "Cancelled" in page.inner_text(".error-box")
+
+
 def test_user_text_never_runs_as_markup(page, live_server, compiled):
     job = compiled(XSS_SOURCE)
     assert job["result"]["error"]["type"] == "ValueError"

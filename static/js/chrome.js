@@ -44,12 +44,13 @@ const ALT_KEYS = {
 
 export function installShortcuts(actions) {
   document.addEventListener("keydown", (e) => {
-    if (e.defaultPrevented) return; // the editor handled it (its own Ctrl+Enter)
-    if ((e.ctrlKey || e.metaKey) && e.key === "Enter") {
+    if (e.key === "Escape" && document.body.dataset.job === "running") {
+      actions.cancel(); // even when the editor used Escape too (it collapses its selection)
+    } else if (e.defaultPrevented) {
+      return; // the editor handled it (its own Ctrl+Enter)
+    } else if ((e.ctrlKey || e.metaKey) && e.key === "Enter") {
       e.preventDefault();
       actions.compile();
-    } else if (e.key === "Escape" && document.body.dataset.job === "running") {
-      actions.cancel();
     } else if (e.altKey && !e.ctrlKey && !e.metaKey && ALT_KEYS[e.code]) {
       e.preventDefault();
       ALT_KEYS[e.code](actions);

@@ -6,7 +6,7 @@ import { createEditor, markLines, selectLine, setDoc, setMarks, setTheme } from 
 import { Panes } from "./panes.js";
 import { RunPanel } from "./runpanel.js";
 import { loadDraft, loadSettings, saveDraft, saveSettings } from "./settings.js";
-import { setGraphStages } from "./stages.js";
+import { configureStages } from "./stages.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
@@ -16,7 +16,7 @@ const persist = () => saveSettings(settings);
 const timing = (window.__tbTiming = {});
 let current = null; // {id, key, finished}
 let cursorLine = null;
-setGraphStages(boot.graph_stages);
+configureStages(boot);
 
 // ---------------------------------------------------------------- editor, panes, run panel
 function initialSource() {

@@ -5,7 +5,7 @@ import { h, clear, copyText, download } from "./dom.js";
 import { createViewer, markLines, scrollToLine, setTheme } from "./editor.js";
 import { renderGraph } from "./graph.js";
 import { renderGuards } from "./guards.js";
-import { STAGES, STAGE_LABEL, artifactFor, filename, resolveStage, viewsFor } from "./stages.js";
+import { artifactFor, filename, resolveStage, stageLabel, stageList, viewsFor } from "./stages.js";
 
 export class Panes {
   constructor(root, settings, { onUserLine, onChange }) {
@@ -93,10 +93,11 @@ class Pane {
     this.body = h("div", { class: "pane-body" });
     this.el = h("section", { class: "pane", dataset: { index } },
       h("header", { class: "pane-head" },
-        this.compileSelect, this.stageSelect, this.viewButtons, h("span", { class: "spacer" }),
+        h("div", { class: "pane-pick" }, this.compileSelect, this.stageSelect),
+        h("div", { class: "pane-tools" }, this.viewButtons, h("span", { class: "spacer" }),
         h("button", { class: "icon copy", title: "Copy this stage's text", onclick: () => this.copy() }, "Copy"),
         h("button", { class: "icon download", title: "Download this stage's text",
-                      onclick: () => this.download() }, "Save")),
+                      onclick: () => this.download() }, "Save"))),
       this.note, this.body);
     this.renderedKey = null;
   }
@@ -137,8 +138,9 @@ class Pane {
       this.body.append(h("p", { class: "empty" }, "Compile a script (Ctrl+Enter) to see this stage."));
     } else if (!this.artifact) {
       const running = this.owner.result.partial;
-      this.body.append(h("p", { class: "empty" }, running ? `Waiting for ${STAGE_LABEL[stage]} ...`
-        : `${compile ? `Compile ${compile.id}` : "This run"} has no ${STAGE_LABEL[stage]} stage.`));
+      const label = stageLabel(stage, compile);
+      this.body.append(h("p", { class: "empty" }, running ? `Waiting for ${label} ...`
+        : `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage.`));
     } else if (view === "graph") {
       renderGraph(this.body, { key: this.owner.key, compileId: compile.id, stage,
                                collapse: this.state.collapse ?? "auto", dark: this.owner.dark,
@@ -167,7 +169,7 @@ class Pane {
     clear(this.compileSelect, compiles.length ? compiles.map((c) =>
       h("option", { value: c.id, selected: c.id === compile?.id },
         `${c.id} ${c.frame?.name ?? ""}`)) : h("option", {}, "—"));
-    clear(this.stageSelect, STAGES.map(([name, label]) =>
+    clear(this.stageSelect, stageList(compile).map(([name, label]) =>
       h("option", { value: name, selected: name === stage,
                     class: artifactFor(compile, name) ? "" : "absent" },
         artifactFor(compile, name) || !compile ? label : `${label} (none)`)));
@@ -186,7 +188,7 @@ class Pane {
     if (a?.view) parts.push("a view of the graph re-traced by torchbolt, not what Inductor ran");
     if (a?.source_note) parts.push(a.source_note);
     if (a?.sections?.length) parts.push(`sections: ${a.sections.map((s) => s.label).join(", ")}`);
-    clear(this.note, parts.join(" · ") || STAGE_LABEL[stage]);
+    clear(this.note, parts.join(" · ") || stageLabel(stage));
   }
 
   applyTheme() {

@@ -3,7 +3,7 @@
 // breaks explained, and the script's output and error.
 
 import { h, clear, lineLink, safeUrl } from "./dom.js";
-import { STAGE_LABEL } from "./stages.js";
+import { stageList } from "./stages.js";
 
 const TABS = [["compiles", "Compiles"], ["breaks", "Graph breaks"], ["output", "Output"]];
 const EVENT_STAGE = { bytecode: "bytecode_transformed" }; // progress names -> pane stages
@@ -134,14 +134,16 @@ export class RunPanel {
   compileRow(id, compile) {
     const frame = compile?.frame;
     const events = this.stages.get(id) ?? [];
+    const labels = Object.fromEntries(stageList(compile));
     const chips = events.length ? events.map((e) => {
       const stage = EVENT_STAGE[e.stage] ?? e.stage;
-      const known = STAGE_LABEL[stage];
+      const known = labels[stage];
       return h("button", { class: `chip stage ${known ? "" : "marker"}`, title: known ? `Show ${known} in the first pane` : e.stage,
                            onclick: known ? () => this.onStage(id, stage) : null },
         e.stage, h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
-    }) : Object.keys(compile?.stages ?? {}).map((stage) =>
-      h("button", { class: "chip stage", onclick: () => this.onStage(id, stage) }, stage));
+    }) : stageList(compile).filter(([stage]) => compile?.stages?.[stage]).map(([stage, label]) =>
+      h("button", { class: "chip stage", title: `Show ${label} in the first pane`,
+                    onclick: () => this.onStage(id, stage) }, stage));
     return h("div", { class: "compile-row", dataset: { compile: id } },
       h("button", { class: "compile-id", title: "Show this compile in every pane", onclick: () => this.onCompile(id) }, id),
       h("span", { class: "frame" }, frame?.name ?? "", frame?.line ? [" ", lineLink(frame.line, this.onLine)] : ""),

@@ -1,7 +1,7 @@
-// Stage names (the engine's, plus "kernels", built here from a compile's kernel list), their
-// labels and the views each offers.
+// Stage names (the engine's, in its order, plus "kernels", built here from a compile's kernel
+// list), their labels and the views each offers. Stages the engine adds later show up by title.
 
-export const STAGES = [
+const LABELS = [
   ["bytecode_original", "Bytecode: original"],
   ["bytecode_transformed", "Bytecode: transformed"],
   ["dynamo_graph", "Dynamo graph (Torch IR)"],
@@ -19,13 +19,29 @@ export const STAGES = [
   ["kernels", "Kernels"],
   ["metrics", "Compilation metrics"],
 ];
-export const STAGE_LABEL = Object.fromEntries(STAGES);
+const STAGE_LABEL = Object.fromEntries(LABELS);
 const EXTENSION = { python: "py", cpp: "cpp", json: "json" };
 // A pane asking for a stage this compile lacks shows its counterpart (training vs inference).
 const COUNTERPART = { aot_forward: "aot_inference", aot_inference: "aot_forward" };
 
 let graphStages = new Set();
-export function setGraphStages(names) { graphStages = new Set(names); }
+let stageOrder = [];
+
+export function configureStages({ graph_stages: graphNames, stage_names: names }) {
+  graphStages = new Set(graphNames);
+  const at = names.indexOf("output_code") + 1 || names.length;
+  stageOrder = [...names.slice(0, at), "kernels", ...names.slice(at)];
+}
+
+export function stageLabel(name, compile) {
+  return STAGE_LABEL[name] ?? compile?.stages?.[name]?.title ?? name;
+}
+
+// [name, label] of every stage, those of this compile the engine does not list included.
+export function stageList(compile) {
+  const extra = Object.keys(compile?.stages ?? {}).filter((name) => !stageOrder.includes(name));
+  return [...stageOrder, ...extra].map((name) => [name, stageLabel(name, compile)]);
+}
 
 export function artifactFor(compile, stage) {
   if (!compile) return null;
