@@ -1,7 +1,8 @@
 """GPU bench: `python bench/gpu_timing.py [--out bench/results/gpu_timing.json] [--only SLUG,...]`.
 
-Runs every GPU gallery example through the engine on the GPU (with the GPU preview on, so that
-the preview can be checked against the kernels that ran), then checks our figures against
+Runs every GPU gallery example through the engine on the GPU, each job in a fresh process (see
+`run_fresh`), with the GPU preview on so that the preview can be checked against the kernels that
+ran; then checks our figures against
 independent references measured in this process, on the same script compiled again here:
 - per Triton kernel: `triton.testing.do_bench` (median, L2 flushed) of the same kernel through its
   Inductor benchmark harness (`benchmark_kernel=True` here), launched with the config the engine's
@@ -23,18 +24,52 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ["TORCHBOLT_GPU_PREVIEW"] = "1"  # inherited by the engine's worker
 
-from compiler_core import Options, Worker  # noqa: E402
+from compiler_core import Options  # noqa: E402
 from compiler_core.gpu_gallery import list_examples  # noqa: E402
+from compiler_core.records import read_records  # noqa: E402
+from compiler_core.result import build_result  # noqa: E402
 
 GOAL = 0.05
 KERNEL_DEF = re.compile(r"^def (\w+)\(", re.M)
+# One job in a fresh process: the engine's child without the zygote's fork, since on torch 2.11
+# with a GPU the zygote's warm-up initialises CUDA and its forked children then cannot use it.
+FRESH_JOB = """
+import json, sys
+import torch._inductor.config as inductor_config
+from compiler_core.options import Options
+from compiler_core.records import RecordWriter
+from compiler_core.runner import run_job
+inductor_config.compile_threads = 1  # as in the worker
+job = json.loads(sys.argv[1])
+with open("records.jsonl", "w", encoding="utf-8") as stream:
+    run_job(job["source"], job["user_file"], Options.from_dict(job["options"]),
+            RecordWriter(stream))
+"""
+
+
+def run_fresh(source: str, user_file: str, options: Options, preview: bool = True) -> dict:
+    """The result of one job run by the engine's runner in a fresh process of its own."""
+    with tempfile.TemporaryDirectory(prefix="torchbolt-bench-") as job_dir:
+        env = {**os.environ, "PYTHONPATH": ROOT, "TORCHBOLT_GPU_PREVIEW": "1" if preview else "0",
+               "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
+               "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache")}
+        started = time.monotonic()
+        job = json.dumps({"source": source, "user_file": user_file,
+                          "options": options.to_dict()})
+        proc = subprocess.run([sys.executable, "-c", FRESH_JOB, job], cwd=job_dir, env=env,
+                              capture_output=True, text=True, timeout=options.timeout + 120)
+        run = {"options": options.to_dict(), "stdout": proc.stdout[-20000:],
+               "stderr": proc.stderr[-20000:], "duration_s": time.monotonic() - started,
+               "error": None if proc.returncode == 0 else {
+                   "type": "Exited", "message": f"exit code {proc.returncode}", "line": None}}
+        return build_result(read_records(os.path.join(job_dir, "records.jsonl")), user_file, run)
 
 
 def environment() -> dict:
@@ -203,10 +238,10 @@ def summarize(result: dict) -> dict:
             "error": result["error"], "duration_s": result["duration_s"]}
 
 
-def run_case(worker: Worker, example, mode: str) -> dict:
+def run_case(example, mode: str) -> dict:
     started = time.monotonic()
-    result = worker.run(example.source, Options(device="cuda", mode=mode, timeout=400),
-                        user_file=example.path)
+    result = run_fresh(example.source, example.path,
+                       Options(device="cuda", mode=mode, timeout=300))
     case = {"example": example.slug, "mode": mode, **summarize(result),
             "preview_fidelity": preview_fidelity(result)}
     if result["error"] is None and mode == "default":
@@ -248,21 +283,17 @@ def main() -> int:
     cases = [(e, "default") for e in examples]
     cases += [(e, "max-autotune") for e in examples if e.slug == "matmul_epilogue"]
     report = {"environment": environment(), "goal": GOAL, "cases": []}
-    worker = Worker().start()
-    try:
-        worker.wait_ready()
-        for example, mode in cases:
-            try:
-                report["cases"].append(run_case(worker, example, mode))
-            except Exception:
-                report["cases"].append({"example": example.slug, "mode": mode,
-                                        "error": traceback.format_exc()[-4000:], "timings": []})
-            os.makedirs(os.path.dirname(args.out), exist_ok=True)
-            with open(args.out, "w", encoding="utf-8") as fh:
-                json.dump(report, fh, indent=1, default=str)
-    finally:
-        worker.close()
-    print_table(report)
+    for example, mode in cases:
+        try:
+            report["cases"].append(run_case(example, mode))
+        except Exception:
+            report["cases"].append({"example": example.slug, "mode": mode,
+                                    "error": traceback.format_exc()[-4000:], "timings": []})
+        os.makedirs(os.path.dirname(args.out), exist_ok=True)
+        with open(args.out, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=1, default=str)
+        print_table({"cases": report["cases"][-1:]})
+    print(f"report: {args.out}")
     return 0
 
 

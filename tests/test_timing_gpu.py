@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 import torch
 
 from compiler_core import Options
 from compiler_core.gpu_gallery import list_examples
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench"))
+from gpu_timing import run_fresh  # noqa: E402
+
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 EXAMPLES = {e.slug: e for e in list_examples()}
 
 
 @pytest.fixture(scope="module")
-def results(worker):
-    return {slug: worker.run(EXAMPLES[slug].source, Options(device="cuda"),
-                             user_file=EXAMPLES[slug].path)
+def results():
+    """Each job in a fresh process, as the bench runs them (see bench/gpu_timing.py)."""
+    return {slug: run_fresh(EXAMPLES[slug].source, EXAMPLES[slug].path, Options(device="cuda"),
+                            preview=False)
             for slug in ("pointwise_chain", "matmul_epilogue")}
 
 
