@@ -28,7 +28,6 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
         DATA_DIR=os.environ.get("TORCHBOLT_DATA", os.path.join(ROOT, "var")),
         WORKERS=1,
         MAX_CONTENT_LENGTH=1024 * 1024,
-        JSON_SORT_KEYS=False,
     )
     app.config.update(test_config or {})
     app.json.sort_keys = False

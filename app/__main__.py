@@ -15,7 +15,7 @@ from . import create_app
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m app", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m app", description="Serve the torchbolt explorer.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--data-dir", help="share store folder (default ./var or $TORCHBOLT_DATA)")

@@ -89,6 +89,7 @@ async function refresh(jobId, final) {
   const data = await api.job(jobId);
   if (current?.id !== jobId) return;
   showResult(data.result, data.key);
+  if (data.message) toast(data.message, 8000); // the engine failed, not the script
   if (final) {
     timing.full = performance.now() - timing.submit;
     run.finish({ status: data.status, cached: data.cached, error: data.result?.error }, timing.full / 1000);

@@ -9,7 +9,7 @@ export const defaults = {
   paneCount: 2,
   panes: [
     { compile: null, stage: "dynamo_graph", view: "text" },
-    { compile: null, stage: "output_code", view: "text" },
+    { compile: null, stage: "kernels", view: "text" },
     { compile: null, stage: "aot_forward", view: "text" },
   ],
   leftWidth: 40, // % of the window
