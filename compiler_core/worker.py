@@ -48,9 +48,16 @@ def warm_up() -> None:
     import torch._inductor.config as inductor_config
     from torch._inductor import compile_fx  # noqa: F401  (import cost is the point)
 
+    from torch.utils._triton import has_triton
+
     inductor_config.compile_threads = 1  # no compile-worker pool that a fork would orphan
     inductor_config.force_disable_caches = True
-    torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
+    # has_triton() reads the GPU's properties, which initialises CUDA (seen on torch 2.11 with
+    # an H200); a forked child could then never use the GPU. Skip that detection while warming,
+    # and forget its cached answer so that each child detects the GPU itself.
+    with inductor_config.patch(triton_disable_device_detection=True):
+        torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
+    has_triton.cache_clear()
     torch._dynamo.reset()
 
 

@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# Installs what torchbolt needs on a fresh Debian machine (idempotent; fast when already done).
+# Installs what torchbolt needs on a fresh Debian machine (idempotent; fast when already done):
+# Debian's graphviz (graph layout) and chromium (browser tests), then the Python packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! command -v dot >/dev/null || [ ! -x /usr/bin/chromium ]; then
+    sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"
+    $sudo_ apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq graphviz chromium >/dev/null
+fi
 python3 -m pip install -q -r requirements.txt
