@@ -16,6 +16,7 @@ import dis
 import functools
 import io
 import logging
+import os
 
 import torch
 from torch._guards import CompileContext
@@ -44,6 +45,8 @@ IR_LOGGERS = {
 # Dynamo graphs as backends received them, (compile id, GraphModule, example inputs), for the GPU
 # preview (compiler_core.gpu_preview), which compiles them again after the script.
 graphs: list[tuple] = []
+# Inductor output module file (absolute path) -> compile id, to place its kernels after the script.
+output_modules: dict[str, str | None] = {}
 _paused = False
 
 
@@ -94,6 +97,8 @@ class TraceHandler(logging.Handler):
             meta = {"stack": [{**frame, "filename": self.interned.get(frame.get("filename"),
                                                                        frame.get("filename"))}
                               for frame in meta.get("stack", [])]}
+        if name == "inductor_output_code" and (meta.get("file_path") or meta.get("filename")):
+            output_modules[os.path.abspath(meta.get("file_path") or meta["filename"])] = compile_id
         self.writer.emit(name, compile_id, getattr(record, "payload", None),
                          attempt=metadata.get("attempt"), **meta)
 

@@ -304,7 +304,7 @@ def profile_cuda(fn, calls: int, flush) -> list[dict]:
                  "grid": args.get("grid"), "block": args.get("block"),
                  "registers": args.get("registers per thread"),
                  "shared_bytes": args.get("shared memory")}
-        if op_id not in counted:  # a matmul's FLOP go to its first kernel only
+        if e["cat"] == "kernel" and op_id not in counted:  # a matmul's FLOP: first kernel
             counted.add(op_id)
             entry["flop"] = _matmul_flop(ops.get(op_id))
         groups.setdefault(e["name"], []).append(entry)

@@ -14,11 +14,13 @@ recorded as it happens: `triton_autotune` (configs of one kernel benchmarked at 
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 
 from . import capture
 from .records import RecordWriter
@@ -127,24 +129,33 @@ def kernel_record(autotuner, config, folder: str | None, observed: dict) -> dict
 
 
 def loaded_autotuners():
-    """(output module file, autotuner) for every Triton kernel of the loaded output modules."""
-    from torch._inductor.codecache import PyCodeCache
+    """(output module file or None, autotuner) for every Inductor Triton kernel alive here.
+
+    Found through the garbage collector (where Inductor keeps its modules differs across
+    versions); the output module owning each is looked up among the modules capture saw."""
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-    modules = list(PyCodeCache.modules) + list(getattr(PyCodeCache, "modules_no_attr", {}).values())
-    seen = set()
-    for module in modules:
-        for value in list(vars(module).values()):
-            if isinstance(value, CachingAutotuner) and id(value) not in seen:
-                seen.add(id(value))
-                yield getattr(module, "__file__", None), value
+    owners = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and os.path.abspath(path) in capture.output_modules:
+            for value in vars(module).values():
+                if isinstance(value, CachingAutotuner):
+                    owners[id(value)] = os.path.abspath(path)
+    for value in gc.get_objects():
+        if isinstance(value, CachingAutotuner):
+            yield owners.get(id(value)), value
 
 
 def collect(writer: RecordWriter) -> None:
     """One `triton_kernel` record per Inductor Triton kernel that was loaded to launch."""
     index = cache_index()
+    unplaced = 0
     for module_file, autotuner in loaded_autotuners():
-        compile_id = _compile_id(autotuner)
-        if compile_id is None or not autotuner.launchers:
+        compile_id = capture.output_modules.get(module_file) or _compile_id(autotuner)
+        if not autotuner.launchers:
+            continue
+        if compile_id is None:
+            unplaced += 1
             continue
         launcher = autotuner.launchers[0]  # after autotuning, the one kept
         folder = index.get(getattr(launcher, "cache_hash", None) or "")
@@ -152,6 +163,9 @@ def collect(writer: RecordWriter) -> None:
                     "shared_bytes": launcher.shared, "module_file": module_file}
         writer.emit("triton_kernel", compile_id, None,
                     **kernel_record(autotuner, launcher.config, folder, observed))
+    if unplaced:
+        writer.emit("note", None, None, text=f"{unplaced} Triton kernel(s) ran but could not be "
+                                             "placed in a compile; their stages are not shown.")
 
 
 def _compile_id(autotuner) -> str | None:

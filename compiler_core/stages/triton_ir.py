@@ -10,7 +10,10 @@ choices benchmarked while the script ran.
 
 from __future__ import annotations
 
+import os
+
 from .common import artifact, join_sections
+from .inductor import graph_labels
 
 STAGES = ("triton_ttir", "triton_ttgir", "triton_llir", "triton_ptx", "triton_sass")
 SOURCES = {  # stage -> (file suffix, title, language)
@@ -57,17 +60,29 @@ def _key(meta: dict) -> tuple[str, bool]:
     return meta["name"], bool(meta.get("is_backward"))
 
 
+def _graph(meta: dict, files: list[str], labels: list[str]) -> str | None:
+    """forward / backward / inference: the output module the kernel was loaded from."""
+    path = meta["launch"].get("module_file")
+    if path in files:
+        return labels[files.index(path)]
+    return "backward" if meta.get("is_backward") else None
+
+
 def annotate(kernels: list[dict], compile_records) -> None:
     """Give each Triton kernel of the compile its launch metadata, estimates and autotuning."""
-    launched = {_key(r["meta"]): r["meta"] for r in compile_records.all("triton_kernel")}
+    files = [os.path.abspath(r["meta"].get("file_path") or r["meta"].get("filename") or "")
+             for r in compile_records.all("inductor_output_code")]
+    labels = graph_labels(compile_records)
+    launched = {(r["meta"]["name"], _graph(r["meta"], files, labels)): r["meta"]
+                for r in compile_records.all("triton_kernel")}
     autotuned = {_key(r["meta"]): r["meta"]["configs"]
                  for r in compile_records.all("triton_autotune")}
     for kernel in kernels:
-        key = (kernel["name"], kernel.get("graph") == "backward")
-        if kernel["kind"] == "triton" and key in launched:
-            info = launched[key]
+        info = launched.get((kernel["name"], kernel.get("graph"))) or launched.get(
+            (kernel["name"], None))
+        if kernel["kind"] == "triton" and info is not None:
             kernel.update(launch=info["launch"], num_gb=info.get("num_gb"),
-                          flop=info.get("flop"), autotune=autotuned.get(key, []))
+                          flop=info.get("flop"), autotune=autotuned.get(_key(info), []))
 
 
 def compile_fields(compile_records) -> dict:
