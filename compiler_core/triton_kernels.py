@@ -139,10 +139,11 @@ def loaded_autotuners():
         path = getattr(module, "__file__", None)
         if path and os.path.abspath(path) in capture.output_modules:
             for value in vars(module).values():
-                if isinstance(value, CachingAutotuner):
+                if issubclass(type(value), CachingAutotuner):
                     owners[id(value)] = os.path.abspath(path)
     for value in gc.get_objects():
-        if isinstance(value, CachingAutotuner):
+        # type(), not isinstance(): a dead weak proxy raises when asked for its __class__
+        if issubclass(type(value), CachingAutotuner):
             yield owners.get(id(value)), value
 
 

@@ -126,3 +126,19 @@ def test_preview_compiles_inductors_cuda_kernels_for_a_virtual_h200(preview_resu
     # Autograd cannot run on CUDA tensors in a CPU-only build: forward only, and said so.
     assert "forward only" in mlp["gpu_preview"]["notes"][0]
     assert any(k["name"].startswith("triton_poi_fused") for k in mlp["gpu_preview"]["kernels"])
+
+
+def test_loaded_autotuners_survives_dead_weak_proxies():
+    import gc
+    import weakref
+
+    from compiler_core.triton_kernels import loaded_autotuners
+
+    class Thing:
+        pass
+
+    thing = Thing()
+    holder = [weakref.proxy(thing)]  # noqa: F841  (kept alive, tracked by gc)
+    del thing
+    gc.collect()
+    assert isinstance(list(loaded_autotuners()), list)
