@@ -42,9 +42,11 @@ IR_LOGGERS = {
 }
 
 
-# Dynamo graphs as backends received them, (compile id, GraphModule, example inputs), for the GPU
-# preview (compiler_core.gpu_preview), which compiles them again after the script.
+# Dynamo graphs as backends received them, (compile id, copy of the GraphModule, example inputs),
+# for the Core ATen / prims views (`emit_views`) and the GPU preview (compiler_core.gpu_preview),
+# which compiles them again after the script.
 graphs: list[tuple] = []
+_views_done = 0  # graphs[:_views_done] have had their views emitted
 # Inductor output module file (absolute path) -> compile id, to place its kernels after the script.
 output_modules: dict[str, str | None] = {}
 _paused = False
@@ -152,19 +154,39 @@ def bytecode_hook(writer: RecordWriter):
     return hook
 
 
+def copy_graph_module(gm):
+    """A copy of the graph (sharing parameters), safe from passes that rewrite it in place."""
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    return torch.fx.GraphModule(gm, graph)
+
+
 def record_graph(writer: RecordWriter, user_file: str, gm, example_inputs) -> None:
-    """Node table and decomposition views of the Dynamo graph a backend is about to receive."""
+    """Node table of the Dynamo graph a backend is about to receive; keep a copy for the views."""
     if _paused:
         return
     compile_id = current_compile_id()
-    graphs.append((compile_id, gm, example_inputs))
+    graphs.append((compile_id, copy_graph_module(gm), list(example_inputs)))
     writer.emit("fx_nodes", compile_id, None, nodes=node_table(gm, user_file))
-    for stage, text_or_error in trace_views(gm, example_inputs).items():
-        if isinstance(text_or_error, Exception):
-            writer.emit("stage_error", compile_id, None, stage=stage,
-                        message=f"{type(text_or_error).__name__}: {text_or_error}")
-        else:
-            writer.emit(stage, compile_id, text_or_error)
+
+
+def emit_views(writer: RecordWriter) -> None:
+    """Core ATen / prims views of the graphs captured since the last call.
+
+    Deferred until the compiled call returns (or the script ends), outside the backend call, so
+    that PyTorch's own compile-time metrics never include torchbolt's re-tracing."""
+    global _views_done
+    while _views_done < len(graphs):
+        compile_id, gm, example_inputs = graphs[_views_done]
+        _views_done += 1
+        with paused():
+            views = trace_views(gm, example_inputs)
+        for stage, text_or_error in views.items():
+            if isinstance(text_or_error, Exception):
+                writer.emit("stage_error", compile_id, None, stage=stage,
+                            message=f"{type(text_or_error).__name__}: {text_or_error}")
+            else:
+                writer.emit(stage, compile_id, text_or_error)
 
 
 def patch_backend_wrappers(on_graph) -> None:

@@ -115,7 +115,8 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
         warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
         capture.attach(writer, user_file)
         measure.before_script(writer, device)
-        recorder = CompileRecorder(writer, options.compile_defaults(), user_file)
+        recorder = CompileRecorder(writer, options.compile_defaults(), user_file,
+                                   after_call=lambda: capture.emit_views(writer))
         recorder.install()
         try:
             execute(source, user_file)
@@ -128,6 +129,7 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
             if not entry.signatures:
                 writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
                             "called, so it compiled nothing: call the compiled callable.")
+        capture.emit_views(writer)
         if recorder.callables:
             measure.after_script(recorder, writer, device)
     except BaseException as exc:  # the user's error is data in the result

@@ -129,6 +129,14 @@ def test_dynamo_node_table_has_shapes_and_lines(gallery_results):
     assert ops and all(n["shape"] and n["dtype"] and n["line"] for n in ops)
 
 
+def test_decomposition_views_link_to_user_lines(gallery_results):
+    result = next(r for slug, r in gallery_results.items() if "training" in slug)
+    for name in ("core_aten", "prims"):
+        stage = result["compiles"][0]["stages"][name]
+        assert stage["view"] and stage["text"].startswith("# View:")
+        assert any(stage["src_lines"]), f"{name} has no line linked to the user's code"
+
+
 def test_custom_backend_gets_dynamo_stages_only(gallery_results):
     result = next(r for slug, r in gallery_results.items() if "custom_backend" in slug)
     for compile_ in graphs(result):

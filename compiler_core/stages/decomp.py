@@ -22,19 +22,28 @@ def _concrete(value):
     return value
 
 
+def _interpreted(gm):
+    """gm run node by node: under preserve_node_meta, make_fx then copies each node's user stack
+    trace onto the ops it traces (as AOTAutograd does), so the views link to user lines."""
+    import torch
+    return lambda *args: torch.fx.Interpreter(gm).run(*args)
+
+
 def _retrace(gm, inputs, *, prims: bool):
     """Core ATen: make_fx with the Core ATen table. Prims: that graph again under TorchRefsMode
     (refs of ATen ops take positional arguments, which the Torch-level graph may not use)."""
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.traceback import preserve_node_meta
 
-    core = make_fx(gm, decomposition_table=torch._decomp.core_aten_decompositions(),
-                   tracing_mode="fake")(*inputs)
-    if not prims:
-        return core
-    from torch._prims.context import TorchRefsMode
-    with TorchRefsMode():
-        return make_fx(core, tracing_mode="fake")(*inputs)
+    with preserve_node_meta():
+        core = make_fx(_interpreted(gm), decomposition_table=torch._decomp.core_aten_decompositions(),
+                       tracing_mode="fake")(*inputs)
+        if not prims:
+            return core
+        from torch._prims.context import TorchRefsMode
+        with TorchRefsMode():
+            return make_fx(_interpreted(core), tracing_mode="fake")(*inputs)
 
 
 def _readable(traced) -> str:
