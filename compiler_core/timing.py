@@ -330,12 +330,35 @@ def add_rates(rows: list[dict], estimates: dict[str, dict], peaks: dict | None) 
                 row["pct_peak_bf16"] = 100 * row["tflops"] / peaks["bf16_tflops"]
 
 
-def kernel_estimates() -> dict[str, dict]:
-    """Inductor's bytes and FLOP estimates per Triton kernel name (see `configure`)."""
+def kernel_estimates(call) -> dict[str, dict]:
+    """Bytes and FLOP per launch of each Triton kernel: Inductor's estimates (see `configure`),
+    else (torch 2.11 adds none without `benchmark_kernel`) the bytes of the tensor arguments of
+    its launches in one untimed call, each counted once."""
     from .triton_kernels import loaded_autotuners
-    return {t.fn.__name__: {"num_gb": t.inductor_meta.get("kernel_num_gb"),
+    measured = argument_bytes(call)
+    return {t.fn.__name__: {"num_gb": t.inductor_meta.get("kernel_num_gb") or (
+                                measured.get(t.fn.__name__, 0) / 1e9 or None),
                             "flop": t.inductor_meta.get("kernel_flop")}
             for _, t in loaded_autotuners()}
+
+
+def argument_bytes(call) -> dict[str, int]:
+    """Bytes of each Triton kernel's tensor arguments at its first launch during `call()`."""
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    seen: dict[str, int] = {}
+    original = CachingAutotuner.run
+
+    def run(self, *args, **kwargs):
+        seen.setdefault(self.fn.__name__, sum(a.numel() * a.element_size() for a in args
+                                              if isinstance(a, torch.Tensor)))
+        return original(self, *args, **kwargs)
+
+    CachingAutotuner.run = run
+    try:
+        call()
+    finally:
+        CachingAutotuner.run = original
+    return seen
 
 
 def totals(rows: list[dict], e2e_ms: float | None) -> dict:
@@ -423,7 +446,7 @@ def per_kernel(calls: dict, device: Device, e2e: dict) -> dict:
     if device.kind == "cuda":
         rows = {name: profile_cuda(fn, PROFILED_CALLS, device.flush)
                 for name, fn in calls.items()}
-        estimates = kernel_estimates()
+        estimates = kernel_estimates(calls["compiled"])
         for name in rows:
             add_rates(rows[name], estimates if name == "compiled" else {}, device.peaks)
         cache = "cold: L2 flushed before each call"

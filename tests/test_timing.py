@@ -140,3 +140,23 @@ def test_tolerance_depends_on_dtype():
 def test_summary_quartiles():
     stats = summary([1.0, 2.0, 3.0, 4.0, 100.0])
     assert (stats["q1_ms"], stats["median_ms"], stats["q3_ms"]) == (2.0, 3.0, 4.0)
+
+
+def test_argument_bytes_counts_each_kernels_tensor_arguments(monkeypatch):
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    from compiler_core.timing import argument_bytes
+
+    monkeypatch.setattr(CachingAutotuner, "run", lambda self, *args, **kwargs: None)
+
+    class Kernel(CachingAutotuner):
+        def __init__(self, name):
+            self.fn = type("Fn", (), {"__name__": name})()
+
+    first, second = Kernel("triton_poi_a"), Kernel("triton_red_b")
+
+    def call():
+        first.run(torch.empty(10), torch.empty(5, dtype=torch.float64), 10, stream=0)
+        second.run(torch.empty(4, 4, dtype=torch.bfloat16), 16, stream=0)
+        first.run(torch.empty(1), stream=0)  # a second launch: the first one counts
+    assert argument_bytes(call) == {"triton_poi_a": 80, "triton_red_b": 32}
