@@ -29,15 +29,16 @@ from .records import RecordWriter
 from .stages.kernels import parse_kernels
 from .triton_kernels import cache_index, kernel_record
 
-# torch.cuda.get_device_properties() of the H200 the bench ran on (torch 2.11, driver 580).
+# torch.cuda.get_device_properties(0) of the H200 the bench ran on (torch 2.11, driver 580.159.04),
+# see bench/results/gpu_timing.json.
 VIRTUAL_H200 = types.SimpleNamespace(
     name="NVIDIA H200", major=9, minor=0, multi_processor_count=132, warp_size=32,
     regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048,
-    max_threads_per_block=1024, total_memory=150_754_820_096, L2_cache_size=62_914_560,
+    max_threads_per_block=1024, total_memory=150_109_880_320, L2_cache_size=62_914_560,
     shared_memory_per_block=49152, shared_memory_per_block_optin=232448,
-    shared_memory_per_multiprocessor=233472, gcnArchName="NVIDIA H200", is_integrated=False,
-    is_multi_gpu_board=False, uuid="virtual-h200", clock_rate=1_980_000,
-    memory_clock_rate=3_201_000, memory_bus_width=6144)
+    shared_memory_per_multiprocessor=233472, gcnArchName="NVIDIA H200", is_integrated=0,
+    is_multi_gpu_board=0, uuid="virtual-h200", clock_rate=1_980_000,
+    memory_clock_rate=3_201_000, memory_bus_width=6016)
 TARGET = "NVIDIA H200 (virtual, sm_90)"
 
 
