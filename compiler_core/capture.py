@@ -56,11 +56,11 @@ _paused = False
 def paused():
     """Record nothing while torchbolt compiles for itself (GPU preview, CUDA-graph timing)."""
     global _paused
-    _paused = True
+    previous, _paused = _paused, True
     try:
         yield
     finally:
-        _paused = False
+        _paused = previous  # re-entrant: an inner pause must not end an outer one
 
 
 def recording() -> bool:
