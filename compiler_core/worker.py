@@ -36,6 +36,7 @@ from .result import build_result
 from .stages.common import user_lines
 
 POLL_S = 0.05
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STARTUP_TIMEOUT_S = 300
 
 
@@ -48,16 +49,11 @@ def warm_up() -> None:
     import torch._inductor.config as inductor_config
     from torch._inductor import compile_fx  # noqa: F401  (import cost is the point)
 
-    from torch.utils._triton import has_triton
-
     inductor_config.compile_threads = 1  # no compile-worker pool that a fork would orphan
     inductor_config.force_disable_caches = True
-    # has_triton() reads the GPU's properties, which initialises CUDA (seen on torch 2.11 with
-    # an H200); a forked child could then never use the GPU. Skip that detection while warming,
-    # and forget its cached answer so that each child detects the GPU itself.
-    with inductor_config.patch(triton_disable_device_detection=True):
-        torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
-    has_triton.cache_clear()
+    # On a GPU machine this compile initialises CUDA (Dynamo saves the CUDA RNG state); jobs
+    # there run in a fresh interpreter (see child_main), so that does no harm.
+    torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
     torch._dynamo.reset()
 
 
@@ -67,8 +63,9 @@ def _redirect(fd: int, path: str) -> None:
     os.close(target)
 
 
-def child_main(job: dict, protocol_fd: int) -> None:
-    """In the forked child: isolate, then run the job. Never returns."""
+def child_main(job: dict, protocol_fd: int, fresh: bool) -> None:
+    """In the forked child: isolate, then run the job (after exec'ing a fresh interpreter when
+    `fresh`). Never returns."""
     try:
         os.close(protocol_fd)
         os.setsid()
@@ -82,23 +79,43 @@ def child_main(job: dict, protocol_fd: int) -> None:
         os.dup2(stdin, 0)
         _redirect(1, "stdout.txt")
         _redirect(2, "stderr.txt")
-        sys.stdout.reconfigure(line_buffering=True)
-        sys.stderr.reconfigure(line_buffering=True)
-
-        import faulthandler
-        fault_file = open("fault.txt", "w")
-        faulthandler.enable(fault_file, all_threads=False)
-        faulthandler.register(signal.SIGUSR1, fault_file, all_threads=False)
-
-        import torch._dynamo
-        torch._dynamo.reset()
-        from .records import RecordWriter
-        from .runner import run_job
-        with open("records.jsonl", "w", encoding="utf-8") as stream:
-            run_job(job["source"], job["user_file"], Options.from_dict(job["options"]),
-                    RecordWriter(stream))
+        if fresh:
+            # exec keeps this process (pid, group, limits, files) but none of the zygote's
+            # driver state: on a GPU machine the warm-up leaves the CUDA driver initialised
+            # (seen on torch 2.11, H200), and a forked child then fails its first CUDA call.
+            with open("job.json", "w", encoding="utf-8") as fh:
+                json.dump(job, fh)
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+            os.execv(sys.executable, [sys.executable, "-m", "compiler_core.worker", "--job",
+                                      "job.json"])
+        run_isolated(job)
     finally:
         os._exit(0)
+
+
+def run_isolated(job: dict) -> None:
+    """In the job's own process, already isolated: run the script and write its records."""
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.stderr.reconfigure(line_buffering=True)
+    import faulthandler
+    fault_file = open("fault.txt", "w")
+    faulthandler.enable(fault_file, all_threads=False)
+    faulthandler.register(signal.SIGUSR1, fault_file, all_threads=False)
+
+    import torch._dynamo
+    torch._dynamo.reset()
+    from .records import RecordWriter
+    from .runner import run_job
+    with open("records.jsonl", "w", encoding="utf-8") as stream:
+        run_job(job["source"], job["user_file"], Options.from_dict(job["options"]),
+                RecordWriter(stream))
+
+
+def needs_fresh_process() -> bool:
+    """Fork only where no GPU is visible (NVML check: it does not initialise CUDA)."""
+    import torch
+    return os.environ.get("TORCHBOLT_FRESH_PROCESS") == "1" or torch.cuda.is_available()
 
 
 def zygote_main() -> None:
@@ -116,12 +133,14 @@ def zygote_main() -> None:
         _, status = os.waitpid(pid, 0)
         send({"id": job_id, "exit": os.waitstatus_to_exitcode(status)})
 
-    send({"ready": True, "warm_s": round(time.monotonic() - started, 2), "pid": os.getpid()})
+    fresh = needs_fresh_process()
+    send({"ready": True, "warm_s": round(time.monotonic() - started, 2), "pid": os.getpid(),
+          "fresh_process_per_job": fresh})
     for line in sys.stdin:
         job = json.loads(line)
         pid = os.fork()
         if pid == 0:
-            child_main(job, protocol.fileno())
+            child_main(job, protocol.fileno(), fresh)
         send({"id": job["id"], "pid": pid})
         threading.Thread(target=reap, args=(job["id"], pid), daemon=True).start()
 
@@ -186,7 +205,7 @@ class Worker:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "compiler_core.worker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env,
-            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            cwd=PACKAGE_ROOT,
             start_new_session=True)
         threading.Thread(target=self._read_protocol, args=(self._proc,), daemon=True).start()
         return self
@@ -339,4 +358,10 @@ def abnormal_end(job_dir: str, user_file: str, options: Options, outcome: JobOut
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--job"]:  # exec'd by child_main for a job in a fresh interpreter
+        try:
+            with open(sys.argv[2], encoding="utf-8") as fh:
+                run_isolated(json.load(fh))
+        finally:
+            os._exit(0)
     zygote_main()

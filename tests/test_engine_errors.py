@@ -79,3 +79,20 @@ def test_worker_serves_after_every_bad_input(worker):
     result = worker.run("import torch\nf = torch.compile(lambda x: x + 1)\nprint(f(torch.ones(1)))\n",
                         Options(device="cpu"))
     assert result["error"] is None and "tensor([2.])" in result["stdout"]
+
+
+def test_a_job_in_a_fresh_interpreter_gives_the_same_result(monkeypatch):
+    """The GPU machines' path: fork, then exec a fresh interpreter for the job (the zygote's CUDA
+    driver state cannot be inherited). Forced here with TORCHBOLT_FRESH_PROCESS=1."""
+    from compiler_core import Worker
+    monkeypatch.setenv("TORCHBOLT_FRESH_PROCESS", "1")
+    fresh = Worker().start()
+    try:
+        fresh.wait_ready()
+        result = fresh.run("import torch\nf = torch.compile(lambda x: x.sin() + 1)\n"
+                           "print(f(torch.zeros(2)))\nraise KeyError('k')\n", Options(device="cpu"))
+    finally:
+        fresh.close()
+    assert result["stdout"] == "tensor([1., 1.])\n"
+    assert result["error"]["type"] == "KeyError" and result["error"]["line"] == 4
+    assert "output_code" in result["compiles"][0]["stages"]
