@@ -143,7 +143,7 @@ def run_here(source: str, path: str):
     try:
         exec(compile(source, path, "exec"), {"__name__": "__main__", "__file__": path})
     finally:
-        torch.compile = recorder._real_compile
+        torch.compile = recorder.real_compile
     return recorder
 
 

@@ -18,6 +18,10 @@ from .records import RecordWriter
 
 def before_script(writer: RecordWriter, device: str) -> None:
     timing.configure(device)
+    if device == "cpu":
+        writer.emit("note", None, None, text="Each C++ kernel in the generated code carries a "
+                    "RECORD_FUNCTION line (Inductor's cpp.enable_kernel_profile) so that the "
+                    "profiler can time it; without torchbolt that line is absent.")
     if device == "cuda":
         triton_kernels.record_autotuning(writer)
 

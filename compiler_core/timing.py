@@ -517,7 +517,7 @@ def measure_all(recorder, writer, device_kind: str) -> None:
                 continue
             try:
                 with capture.paused():
-                    meta = measure_call(entry, call, device, recorder._real_compile)
+                    meta = measure_call(entry, call, device, recorder.real_compile)
             except Exception as exc:  # one callable failing to time costs its timing only
                 writer.emit("timing", None, None, **head, error=f"{type(exc).__name__}: {exc}")
                 continue
