@@ -25,6 +25,7 @@ sys.path.insert(0, ROOT)
 
 from compiler_core import Options, Worker  # noqa: E402
 from compiler_core.gallery import get_example  # noqa: E402
+from compiler_core.stages import RECORD_STAGE  # noqa: E402
 
 SCRIPT = "mlp_fusion"  # a small gallery example with one Inductor compile
 FIRST_EVENT_SCRIPT = "print_graph_break"
@@ -56,22 +57,31 @@ def todays_workflow(path: str, cold: bool) -> float:
         return time.monotonic() - started
 
 
+def run_timed(worker: Worker, example) -> tuple[float, float]:
+    """(seconds until the last stage record arrived, seconds until the whole result with the
+    eager-vs-compiled timings that follow the stages)."""
+    started = time.monotonic()
+    last_stage = [0.0]
+
+    def on_record(record):
+        if record["name"] in RECORD_STAGE:
+            last_stage[0] = time.monotonic() - started
+    worker.run(example.source, Options(device="cpu"), user_file=example.path, on_record=on_record)
+    return last_stage[0], time.monotonic() - started
+
+
 def bench_full_result(worker: Worker, repeats: int) -> dict:
     example = get_example(SCRIPT)
-    ours = median([timed(lambda: worker.run(example.source, Options(device="cpu"),
-                                            user_file=example.path)) for _ in range(repeats)])
+    runs = [run_timed(worker, example) for _ in range(repeats)]
+    stages, full = median([r[0] for r in runs]), median([r[1] for r in runs])
     cold = median([todays_workflow(example.path, cold=True) for _ in range(repeats)])
     warm = median([todays_workflow(example.path, cold=False) for _ in range(repeats)])
-    return {"script": SCRIPT, "torchbolt_warm_worker_s": ours,
+    return {"script": SCRIPT, "torchbolt_all_stages_s": stages,
+            "torchbolt_full_result_with_timings_s": full,
             "torch_trace_tlparse_cold_cache_s": cold, "torch_trace_tlparse_warm_cache_s": warm,
-            "ratio_vs_cold_cache": round(ours / cold, 3),
-            "ratio_vs_warm_cache": round(ours / warm, 3), "goal": "<= 0.3"}
-
-
-def timed(fn) -> float:
-    started = time.monotonic()
-    fn()
-    return time.monotonic() - started
+            "ratio_all_stages_vs_cold_cache": round(stages / cold, 3),
+            "ratio_full_result_vs_cold_cache": round(full / cold, 3),
+            "ratio_all_stages_vs_warm_cache": round(stages / warm, 3), "goal": "<= 0.3"}
 
 
 def bench_first_event(worker: Worker, repeats: int) -> dict:
