@@ -1,16 +1,19 @@
 """Plotly figures (plain JSON: `{"data": [...], "layout": {...}}`) for the timing views.
 
 Built where the numbers are measured, so that the result carries them and the page only calls
-`Plotly.newPlot(el, fig.data, fig.layout)`; no plotly package is needed on the server.
+`Plotly.newPlot(el, fig.data, fig.layout)`; no plotly package is needed on the server. Kernel
+names are escaped where they enter plotly's labels, which are text with a few HTML tags.
 """
 
 from __future__ import annotations
+
+from html import escape
 
 SHOWN = 12  # kernels per bar; the rest are summed as "other"
 
 
 def _segments(rows: list[dict]) -> list[tuple[str, float]]:
-    top = [(r["name"], r["us_per_call"]) for r in rows[:SHOWN]]
+    top = [(escape(r["name"], quote=False), r["us_per_call"]) for r in rows[:SHOWN]]
     rest = sum(r["us_per_call"] for r in rows[SHOWN:])
     return top + ([("other", rest)] if rest else [])
 
@@ -46,7 +49,8 @@ def roofline_figure(rows: list[dict], peaks: dict | None) -> dict | None:
         {"type": "scatter", "mode": "lines", "x": xs, "y": roof, "name": "roof (measured)",
          "hovertemplate": "%{x:.2f} FLOP/B: %{y:.1f} TFLOP/s<extra>roof</extra>"},
         {"type": "scatter", "mode": "markers+text", "x": intensity,
-         "y": [r["tflops"] for r in points], "text": [r["name"] for r in points],
+         "y": [r["tflops"] for r in points],
+         "text": [escape(r["name"], quote=False) for r in points],
          "textposition": "top center", "name": "compiled kernels",
          "hovertemplate": "%{text}<br>%{x:.2f} FLOP/B, %{y:.2f} TFLOP/s<extra></extra>"}],
         "layout": {"title": {"text": "Roofline of the compiled kernels (bandwidth and bf16 "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Rebuild static/vendor/ (CodeMirror 6 bundle, JetBrains Mono, plotly.js gl2d) from pinned npm
-# packages.
+# Rebuild static/vendor/ (CodeMirror 6 bundle, JetBrains Mono, plotly.js with the traces the page
+# draws) from pinned npm packages.
 #
 #   scripts/vendor_assets.sh           # npm ci from scripts/vendor/package-lock.json, then bundle
 #   scripts/vendor_assets.sh --update  # npm install (refreshes the lock file), then bundle
@@ -15,7 +15,7 @@ out="$repo/static/vendor"
 work="$(mktemp -d "${TMPDIR:-/tmp}/torchbolt-vendor.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-cp "$spec/package.json" "$spec/package-lock.json" "$spec/entry.js" "$work/"
+cp "$spec/package.json" "$spec/package-lock.json" "$spec/entry.js" "$spec/plotly-entry.js" "$work/"
 cd "$work"
 if [[ "${1:-}" == "--update" ]]; then
   npm install --no-audit --no-fund
@@ -32,6 +32,10 @@ for weight in 400 700; do
     "$out/fonts/"
 done
 cp node_modules/@fontsource/jetbrains-mono/LICENSE "$out/fonts/LICENSE-JetBrainsMono.txt"
-cp node_modules/plotly.js-gl2d-dist-min/plotly-gl2d.min.js "$out/plotly.min.js"
-cp node_modules/plotly.js-gl2d-dist-min/LICENSE "$out/LICENSE-plotly.txt"
+# plotly.js's own bundle settings (its esbuild-config.js); maplibre's CSS (map traces) is left out.
+./node_modules/.bin/esbuild plotly-entry.js --bundle --format=iife --global-name=Plotly --minify \
+  --define:global=window --define:define.amd=false --define:process.env.NODE_DEBUG=false \
+  --target=es2016 --legal-comments=eof --outfile="$work/plotly/plotly.min.js"
+cp "$work/plotly/plotly.min.js" "$out/plotly.min.js"
+cp node_modules/plotly.js/LICENSE "$out/LICENSE-plotly.txt"
 ls -l "$out" "$out/fonts"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -167,6 +168,24 @@ def test_share_link_reloads_result_and_layout(page, live_server, compiled):
     assert "local L['x']" in page.inner_text(f"{pane(page, 2)} .guards")
     assert page.text_content(".run-status").startswith("shared")  # loaded, not recompiled
     shot(page, "share_reload_dark_three_panes")
+
+
+def test_timings_view_shows_verdict_speedup_and_figure(page, live_server, compiled):
+    job = compiled(BREAK, device="cpu")
+    (timing,) = job["result"]["timings"]
+    open_page(page, f"{live_server}/r/{job['key']}")
+    page.select_option(f"{pane(page, 1)} .pane-stage", "timings")
+    page.wait_for_selector(f"{pane(page, 1)} .pane-body[data-ready]")  # figures drawn
+    card = f"{pane(page, 1)} .timing-card"
+    assert page.inner_text(f"{card} h3").split() == ["f(float32[8,", "16]", "cpu)", "CPU"]
+    assert page.inner_text(f"{card} .verdict").startswith("✓ Same output: compiled matches eager")
+    assert page.inner_text(f"{card} [data-series=warm] th").startswith("CPU, warm")
+    speedup = page.inner_text(f"{card} [data-series=warm] .speedup")
+    assert re.fullmatch(r"\d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d×\), (faster|slower|within noise)", speedup)
+    assert speedup.startswith(f"{timing['e2e']['warm']['speedup']['median']:.2f}×")
+    assert page.locator(f"{card} .timing-plot .barlayer .point").count() >= 2  # stacked kernel bars
+    assert "cpp_fused" in page.inner_text(f"{card} details[data-mode=compiled]")
+    shot(page, "timings_view")
 
 
 def test_error_is_shown_at_its_line(page, live_server):

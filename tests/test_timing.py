@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from compiler_core import Options
+from compiler_core.plots import kernel_figure
 from compiler_core.timing import compare, fresh_like, summary
 
 SCRIPT = '''
@@ -108,6 +109,17 @@ def test_plots_are_plotly_figures(result):
     assert figure["layout"]["barmode"] == "stack"
     assert {trace["x"][0] for trace in figure["data"]} == {"eager", "compiled"}
     assert mlp["plots"]["roofline"] is None  # needs a GPU's measured peaks
+
+
+def test_plot_labels_escape_kernel_names():
+    """Plotly's labels are text with a few HTML tags: a profiler range named by the script
+    (torch.profiler.record_function) shows as text."""
+    row = {"name": "<b>x</b> & y", "us_per_call": 1.0}
+    kernels = {"eager": [row], "compiled": [row], "cache": "warm (CPU)",
+               "totals": {"eager": {"us_per_call": 1.0}, "compiled": {"us_per_call": 1.0}}}
+    trace = kernel_figure(kernels, "cpu")["data"][0]
+    assert trace["name"] == "&lt;b&gt;x&lt;/b&gt; &amp; y"
+    assert trace["hovertemplate"].startswith("&lt;b&gt;x&lt;/b&gt; &amp; y<br>")
 
 
 def test_timing_leaves_no_trace_in_the_output_or_the_compiles(result):

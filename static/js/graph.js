@@ -15,7 +15,7 @@ const OP_COLORS = {
 const LABEL_CHARS = 18;
 let plotly = null;
 
-function loadPlotly() {
+export function loadPlotly() {
   plotly ??= new Promise((resolve, reject) => {
     const script = h("script", { src: "/static/vendor/plotly.min.js" });
     script.onload = () => resolve(window.Plotly);

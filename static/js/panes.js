@@ -5,6 +5,7 @@ import { h, clear, copyText, download } from "./dom.js";
 import { createViewer, markLines, scrollToLine, setTheme } from "./editor.js";
 import { renderGraph } from "./graph.js";
 import { renderGuards } from "./guards.js";
+import { renderTimings } from "./timings.js";
 import { artifactFor, filename, resolveStage, stageLabel, stageList, viewsFor } from "./stages.js";
 
 export class Panes {
@@ -117,13 +118,15 @@ class Pane {
   render() {
     const compile = this.compile();
     const stage = resolveStage(compile, this.state.stage);
-    this.artifact = artifactFor(compile, stage);
+    this.artifact = artifactFor(compile, stage, this.owner.result);
     const views = viewsFor(stage, this.artifact);
     const view = views.some(([v]) => v === this.state.view) ? this.state.view : views[0][0];
     this.renderSelects(compile, stage);
     this.renderViews(views, view);
-    const key = [this.owner.key, compile?.id, stage, view, this.artifact?.text.length, this.owner.dark,
-                 this.state.collapse].join("|");
+    // "Waiting for ..." and "Measuring ..." are replaced when the job ends, even with nothing new.
+    const waiting = this.owner.result?.partial && (!this.artifact || view === "timings");
+    const key = [this.owner.key, waiting, compile?.id, stage, view, this.artifact?.text.length,
+                 this.owner.dark, this.state.collapse].join("|");
     if (key === this.renderedKey) return;
     this.renderedKey = key;
     this.viewer?.destroy();
@@ -136,6 +139,8 @@ class Pane {
     this.el.dataset.view = view;
     if (!this.owner.result) {
       this.body.append(h("p", { class: "empty" }, "Compile a script (Ctrl+Enter) to see this stage."));
+    } else if (view === "timings") {
+      renderTimings(this.body, this.owner.result);
     } else if (!this.artifact) {
       const running = this.owner.result.partial;
       const label = stageLabel(stage, compile);
@@ -169,10 +174,11 @@ class Pane {
     clear(this.compileSelect, compiles.length ? compiles.map((c) =>
       h("option", { value: c.id, selected: c.id === compile?.id },
         `${c.id} ${c.frame?.name ?? ""}`)) : h("option", {}, "—"));
-    clear(this.stageSelect, stageList(compile).map(([name, label]) =>
-      h("option", { value: name, selected: name === stage,
-                    class: artifactFor(compile, name) ? "" : "absent" },
-        artifactFor(compile, name) || !compile ? label : `${label} (none)`)));
+    clear(this.stageSelect, stageList(compile).map(([name, label]) => {
+      const present = artifactFor(compile, name, this.owner.result);
+      return h("option", { value: name, selected: name === stage, class: present ? "" : "absent" },
+        present || !compile ? label : `${label} (none)`);
+    }));
   }
 
   renderViews(views, current) {

@@ -1,5 +1,6 @@
 // Stage names (the engine's, in its order, plus "kernels", built here from a compile's kernel
-// list), their labels and the views each offers. Stages the engine adds later show up by title.
+// list, and "timings", the whole run's measured timings), their labels and the views each offers.
+// Stages the engine adds later show up by title.
 
 const LABELS = [
   ["bytecode_original", "Bytecode: original"],
@@ -17,6 +18,7 @@ const LABELS = [
   ["ir_post_fusion", "Loop IR after fusion"],
   ["output_code", "Generated code"],
   ["kernels", "Kernels"],
+  ["timings", "Timings (measured)"],
   ["metrics", "Compilation metrics"],
 ];
 const STAGE_LABEL = Object.fromEntries(LABELS);
@@ -30,7 +32,7 @@ let stageOrder = [];
 export function configureStages({ graph_stages: graphNames, stage_names: names }) {
   graphStages = new Set(graphNames);
   const at = names.indexOf("output_code") + 1 || names.length;
-  stageOrder = [...names.slice(0, at), "kernels", ...names.slice(at)];
+  stageOrder = [...names.slice(0, at), "kernels", "timings", ...names.slice(at)];
 }
 
 export function stageLabel(name, compile) {
@@ -43,7 +45,8 @@ export function stageList(compile) {
   return [...stageOrder, ...extra].map((name) => [name, stageLabel(name, compile)]);
 }
 
-export function artifactFor(compile, stage) {
+export function artifactFor(compile, stage, result) {
+  if (stage === "timings") return result?.timings?.length ? timingsArtifact(result) : null;
   if (!compile) return null;
   if (stage === "kernels") return compile.kernels?.length ? kernelsArtifact(compile) : null;
   return compile.stages?.[stage] ?? null;
@@ -55,6 +58,7 @@ export function resolveStage(compile, stage) {
 }
 
 export function viewsFor(stage, artifact) {
+  if (stage === "timings") return [["timings", "Timings"]];
   if (graphStages.has(stage)) return [["text", "Code"], ["graph", "Graph"]];
   if (stage === "guards") return [["grouped", "Grouped"], ["text", "Tree"]];
   if (stage.startsWith("bytecode") && artifact?.source) return [["text", "dis"], ["python", "Python"]];
@@ -86,4 +90,11 @@ function kernelsArtifact(compile) {
   return { stage: "kernels", compile_id: compile.id, title: "Generated kernels",
            language: allCpp ? "cpp" : "python", text: lines.join("\n"), src_lines: srcLines,
            sections: [] };
+}
+
+// Copy and Save give the timings as the engine wrote them.
+function timingsArtifact(result) {
+  return { stage: "timings", compile_id: null, language: "json", src_lines: [], sections: [],
+           title: "Measured after the script ran: every compiled callable, eager vs compiled (the whole run)",
+           text: JSON.stringify(result.timings, null, 1) };
 }

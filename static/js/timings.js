@@ -1,0 +1,153 @@
+// Timings view: what the engine measured after the script ran (compiler_core/timing.py), one card
+// per compiled callable and call signature: the correctness verdict first, eager vs compiled end
+// to end (median, IQR and speed-up with its range, per series), launches per call, the per-kernel
+// rows, and the engine's plotly figures. User text (callable and kernel names) only reaches the
+// page through dom.js; the figures' labels were escaped where they were built (plots.py).
+
+import { h, clear } from "./dom.js";
+import { loadPlotly } from "./graph.js";
+
+const RATES = [ // optional kernel columns (GPU): [row key, header, format]
+  ["gbps", "GB/s", (v) => v.toFixed(0)],
+  ["pct_peak_bandwidth", "% peak BW", (v) => `${v.toFixed(0)}%`],
+  ["tflops", "TFLOP/s", (v) => v.toFixed(1)],
+  ["pct_peak_bf16", "% peak bf16", (v) => `${v.toFixed(0)}%`],
+];
+
+// Three significant figures (two decimals below 10), in µs below a millisecond.
+function duration(ms) {
+  const [value, unit] = ms < 1 ? [ms * 1e3, "µs"] : [ms, "ms"];
+  return `${value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2)} ${unit}`;
+}
+
+const magnitude = (v) => (v && v < 1e-3 ? v.toExponential(1) : String(+v.toPrecision(2)));
+
+function speedupText({ median, low, high }) {
+  const verdict = low > 1 ? "faster" : high < 1 ? "slower" : "within noise";
+  return `${median.toFixed(2)}× (${low.toFixed(2)}–${high.toFixed(2)}×), ${verdict}`;
+}
+
+export function renderTimings(container, result) {
+  if (result.partial) {
+    clear(container, h("p", { class: "empty measuring" }, "Measuring… Each compiled callable is timed " +
+      "against eager, on the arguments it was called with, once the script has finished."));
+    return;
+  }
+  const timings = result.timings ?? [];
+  if (!timings.length) {
+    clear(container, h("p", { class: "empty" }, emptyMessage(result)));
+    return;
+  }
+  const figures = [];
+  clear(container, h("div", { class: "timings" },
+    timings.map((entry) => card(entry, result.environment ?? {}, figures))));
+  drawFigures(container, figures);
+}
+
+function emptyMessage(result) {
+  const e = result.error;
+  if (e) return `No timings: the script ended with ${e.type}${e.line ? ` at line ${e.line}` : ""}; ` +
+    "callables are only timed after a script that runs to its end.";
+  const failed = (result.notes ?? []).find((note) => note.startsWith("Timing failed"));
+  return failed ?? "No timings: no compiled callable was called, so there was nothing to time.";
+}
+
+function card(entry, env, figures) {
+  const device = entry.device === "cuda" ? `GPU${env.device_name ? `: ${env.device_name}` : ""}` : "CPU";
+  const head = h("h3", {}, h("code", {}, `${entry.name}(${entry.arguments.join(", ")})`),
+    entry.device ? h("span", { class: `chip device ${entry.device}` }, device) : null);
+  if (entry.error) {
+    return h("article", { class: "timing-card" }, head, h("p", { class: "verdict unknown" }, entry.error));
+  }
+  return h("article", { class: "timing-card" }, head,
+    verdict(entry.correctness),
+    h("p", { class: "muted" }, `${entry.mode === "forward+backward" ? "forward and backward" : "one call"} ` +
+      `under ${entry.grad_mode} · clock: ${entry.clock}`),
+    endToEnd(entry),
+    launches(entry.kernels),
+    entry.notes.map((note) => h("p", { class: "note" }, note)),
+    entry.peaks ? h("p", { class: "muted" }, `Peaks: ${entry.peaks.copy_gbps.toFixed(0)} GB/s copy, ` +
+      `${entry.peaks.bf16_tflops.toFixed(0)} TFLOP/s bf16 (${entry.peaks.how})`) : null,
+    Object.values(entry.plots).filter(Boolean).map((figure) => {
+      const plot = h("div", { class: "timing-plot" });
+      figures.push([plot, figure]);
+      return h("figure", {}, h("figcaption", {}, figure.layout.title?.text ?? ""), plot);
+    }),
+    ["compiled", "eager"].map((mode) => kernelTable(mode, entry.kernels)));
+}
+
+function verdict(c) {
+  const errors = () => `max abs error ${magnitude(c.max_abs)}, max rel ${magnitude(c.max_rel)}`;
+  if (c.ok === true) {
+    return h("p", { class: "verdict ok" },
+      `✓ Same output: compiled matches eager (${errors()}; ${c.dtypes.join(", ")})`);
+  }
+  if (c.ok === false) {
+    return h("p", { class: "verdict mismatch" },
+      `✗ Mismatch: compiled output differs from eager (${c.reason ?? errors()})`);
+  }
+  return h("p", { class: "verdict unknown" },
+    `? Not comparable: ${c.reason.replace(/^not comparable:\s*/, "")}. ` +
+    "The times below are real; whether compiled computes the same thing is unknown.");
+}
+
+function endToEnd(entry) {
+  const labels = { warm: `${entry.device === "cuda" ? "GPU" : "CPU"}, warm`,
+                   cold: "GPU, cold (L2 flushed before each call)",
+                   cudagraphs: "GPU, CUDA graphs (mode='reduce-overhead')" };
+  const cell = (stats) => h("td", {}, duration(stats.median_ms),
+    h("small", { class: "muted" }, ` IQR ${duration(stats.q1_ms)}–${duration(stats.q3_ms)}`));
+  const row = (name, s) => h("tr", { dataset: { series: name } },
+    h("th", { title: s.label ?? `${s.eager.samples} samples of ${s.calls_per_sample} calls` }, labels[name]),
+    cell(s.eager), cell(s.compiled ?? s.cudagraphs),
+    s.speedup ? h("td", { class: "speedup" }, speedupText(s.speedup))
+      : h("td", { class: "speedup mismatch" }, "not reported (outputs differ)"));
+  return h("table", { class: "timing-table e2e" },
+    h("caption", {}, "End to end, per call (median of interleaved samples)"),
+    h("tr", {}, ["series", "eager", "compiled", "speed-up"].map((c) => h("th", {}, c))),
+    Object.keys(labels).filter((name) => entry.e2e[name]).map((name) => row(name, entry.e2e[name])));
+}
+
+function launches({ totals }) {
+  const part = (mode) => `${mode} ${+totals[mode].launches_per_call.toFixed(1)} launches, ` +
+    `${duration(totals[mode].us_per_call / 1e3)} busy` +
+    (totals[mode].busy_share != null ? ` (${(100 * totals[mode].busy_share).toFixed(0)}% of the call)` : "");
+  return h("p", { class: "launches" }, h("strong", {}, "Per call: "), part("eager"), " · ", part("compiled"));
+}
+
+function kernelTable(mode, kernels) {
+  const rows = kernels[mode];
+  const rates = RATES.filter(([key]) => rows.some((r) => r[key] != null));
+  const headers = ["kernel", "kind", "launches", "time per call", ...rates.map(([, label]) => label)];
+  const row = (r) => h("tr", {},
+    h("td", { class: "kernel-name", title: r.grid ? `grid ${r.grid} · block ${r.block} · ` +
+      `${r.registers} registers` : null }, r.name),
+    h("td", {}, r.kind), h("td", {}, +r.launches.toFixed(1)), h("td", {}, duration(r.us_per_call / 1e3)),
+    rates.map(([key, , format]) => h("td", {}, r[key] != null ? format(r[key]) : "")));
+  return h("details", { class: "kernels", open: mode === "compiled", dataset: { mode } },
+    h("summary", {}, `${mode === "compiled" ? "Compiled" : "Eager"} per kernel (${rows.length} rows; ` +
+      `${kernels.cache}, ${kernels.calls_profiled} calls profiled)`),
+    h("table", { class: "timing-table" }, h("tr", {}, headers.map((c) => h("th", {}, c))), rows.map(row)));
+}
+
+// The figures follow the page's theme (its CSS colours); their titles are the captions above them.
+async function drawFigures(container, figures) {
+  const css = getComputedStyle(document.documentElement);
+  const fg = css.getPropertyValue("--fg").trim(), grid = css.getPropertyValue("--border").trim();
+  const axis = (a) => ({ ...a, gridcolor: grid, zerolinecolor: grid, automargin: true });
+  try {
+    await loadPlotly();
+  } catch (error) {
+    for (const [plot] of figures) clear(plot, h("p", { class: "empty" }, `Figure unavailable: ${error.message}`));
+    return;
+  }
+  for (const [plot, { data, layout: { title, ...layout } }] of figures) {
+    if (!plot.isConnected) return; // the pane moved on
+    await window.Plotly.newPlot(plot, data, {
+      ...layout, margin: { l: 8, r: 8, t: 8, b: 8 }, paper_bgcolor: "rgba(0,0,0,0)",
+      plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg }, xaxis: axis(layout.xaxis), yaxis: axis(layout.yaxis),
+      legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom", bgcolor: "rgba(0,0,0,0)" },
+    }, { displaylogo: false, responsive: true });
+  }
+  container.dataset.ready = "1";
+}
