@@ -13,7 +13,7 @@ from compiler_core.options import BACKENDS, DEVICES, DYNAMIC, MODES
 from compiler_core.stages import STAGE_NAMES
 
 from .api import manager, stored
-from .fxgraph import GRAPH_STAGES
+from compiler_core.fxgraph import GRAPH_STAGES
 
 bp = Blueprint("pages", __name__)
 

@@ -1,5 +1,6 @@
-"""Graph nodes of any FX stage, read from its printed code (the engine gives a node table only
-for the Dynamo graph).
+"""Graph nodes of any FX stage, read from its printed code (the Dynamo graph also has a node
+table taken from the live GraphModule; the other FX stages exist only as PyTorch's printed code).
+Part of the engine so that every consumer (web app, CLI users, reports) reads graphs one way.
 
 FX prints one node per line, `name: "f32[4, 4][4, 1]cpu" = torch.ops.aten.mm.default(a, b);  a =
 None`, placeholders as `forward`'s parameters and the output as its `return`. Each `def forward`
