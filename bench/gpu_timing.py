@@ -17,6 +17,7 @@ JSON report (device, versions, every figure) and prints a table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import os
@@ -57,7 +58,8 @@ with open("records.jsonl", "w", encoding="utf-8") as stream:
 def run_fresh(source: str, user_file: str, options: Options, preview: bool = True) -> dict:
     """The result of one job run by the engine's runner in a fresh process of its own."""
     with tempfile.TemporaryDirectory(prefix="torchbolt-bench-") as job_dir:
-        env = {**os.environ, "PYTHONPATH": ROOT, "TORCHBOLT_GPU_PREVIEW": "1" if preview else "0",
+        options = dataclasses.replace(options, gpu_preview=preview)
+        env = {**os.environ, "PYTHONPATH": ROOT,
                "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
                "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache")}
         started = time.monotonic()

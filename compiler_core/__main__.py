@@ -29,6 +29,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     run.add_argument("--dynamic", choices=DYNAMIC, default="auto")
     run.add_argument("--fullgraph", action="store_true")
     run.add_argument("--backend", choices=BACKENDS, default="inductor")
+    run.add_argument("--gpu-preview", action="store_true",
+                     help="also compile the graphs for a virtual H200 (Triton stages without a GPU)")
     run.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS")
     return parser.parse_args(argv)
 
@@ -44,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         options = Options(device=args.device, mode=args.mode, dynamic=args.dynamic,
-                          fullgraph=args.fullgraph, backend=args.backend, timeout=args.timeout)
+                          fullgraph=args.fullgraph, backend=args.backend, timeout=args.timeout,
+                          gpu_preview=args.gpu_preview)
         path = os.path.abspath(args.script)
         with open(path, encoding="utf-8") as fh:
             source = fh.read()

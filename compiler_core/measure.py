@@ -2,7 +2,7 @@
 
 `before_script`: Inductor settings for kernel profiling and estimates, autotuning hooks (GPU).
 `after_script`: the GPU's Triton kernels with their lowering stages, the timings of every compiled
-callable, and with `TORCHBOLT_GPU_PREVIEW=1` the preview of the kernels an H200 would run (meant
+callable, and with the `gpu_preview` option the preview of the kernels an H200 would run (meant
 for CPU-only machines; on a GPU it lets the preview be checked against the kernels that ran). Each step failing costs that step only (a `note` says why); the profiler's and
 compilers' chatter goes to /dev/null rather than the user's stderr.
 """
@@ -39,12 +39,12 @@ def quiet_stderr():
         os.close(devnull)
 
 
-def after_script(recorder, writer: RecordWriter, device: str) -> None:
+def after_script(recorder, writer: RecordWriter, device: str, preview: bool) -> None:
     steps = []
     if device == "cuda":
         steps.append(("Triton kernel capture", lambda: triton_kernels.collect(writer)))
     steps.append(("Timing", lambda: timing.measure_all(recorder, writer, device)))
-    if os.environ.get("TORCHBOLT_GPU_PREVIEW") == "1":
+    if preview:
         steps.append(("GPU preview", lambda: gpu_preview.preview(writer)))
     with quiet_stderr():
         for name, step in steps:

@@ -22,6 +22,7 @@ class Options:
     dynamic: str = "auto"
     fullgraph: bool = False
     backend: str = "inductor"
+    gpu_preview: bool = False  # also compile the graphs for a virtual H200 (Triton stages on CPU)
     timeout: float = 120.0  # wall-clock seconds for the whole script
     memory_mb: int = 6144  # resident memory of the worker process
     output_limit: int = 256 * 1024  # bytes of stdout/stderr kept in the result
@@ -32,8 +33,9 @@ class Options:
             if getattr(self, name) not in allowed:
                 raise OptionsError(f"option {name!r} must be one of {', '.join(allowed)}; "
                                    f"got {getattr(self, name)!r}")
-        if not isinstance(self.fullgraph, bool):
-            raise OptionsError("option 'fullgraph' must be true or false")
+        for name in ("fullgraph", "gpu_preview"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionsError(f"option {name!r} must be true or false")
         if not 1 <= float(self.timeout) <= 600:
             raise OptionsError("option 'timeout' must be between 1 and 600 seconds")
 

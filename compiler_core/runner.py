@@ -131,7 +131,7 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
                             "called, so it compiled nothing: call the compiled callable.")
         capture.emit_views(writer)
         if recorder.callables:
-            measure.after_script(recorder, writer, device)
+            measure.after_script(recorder, writer, device, preview=options.gpu_preview)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from compiler_core import Options, Worker
+from compiler_core import Options
 from compiler_core.result import build_result
 from compiler_core.triton_kernels import cache_index, read_folder
 
@@ -90,21 +90,15 @@ def test_stages_have_one_section_per_kernel_and_kernels_their_launch():
 
 
 @pytest.fixture(scope="module")
-def preview_result(tmp_path_factory):
-    """A CPU job with the GPU preview on (its own worker: the switch is the environment's)."""
+def preview_result(worker, tmp_path_factory):
+    """A CPU job with the GPU preview on."""
     path = tmp_path_factory.mktemp("preview") / "preview_script.py"
     path.write_text(SCRIPT)
-    os.environ["TORCHBOLT_GPU_PREVIEW"] = "1"
-    worker = Worker().start()
-    del os.environ["TORCHBOLT_GPU_PREVIEW"]
-    try:
-        yield worker.run(SCRIPT, Options(device="cpu"), user_file=str(path))
-    finally:
-        worker.close()
+    return worker.run(SCRIPT, Options(device="cpu", gpu_preview=True), user_file=str(path))
 
 
 def test_preview_compiles_inductors_cuda_kernels_for_a_virtual_h200(preview_result):
-    assert preview_result["error"] is None and not preview_result["stage_errors"]
+    assert preview_result["error"] is None and not preview_result["stage_errors"], preview_result["notes"]
     softmax, mlp = (c for c in preview_result["compiles"] if c["has_graph"])
     preview = softmax["gpu_preview"]
     assert preview["device"] == "NVIDIA H200 (virtual, sm_90)"

@@ -175,9 +175,14 @@ function buildOptions() {
         PREFIXED.has(name) ? `${name}: ${c}` : c)));
     form.append(select);
   }
-  const fullgraph = h("input", { type: "checkbox", name: "fullgraph", checked: settings.options.fullgraph,
-                                 onchange: () => { settings.options.fullgraph = fullgraph.checked; persist(); } });
-  form.append(h("label", { class: "check" }, fullgraph, " fullgraph"));
+  for (const [name, label, title] of [
+    ["fullgraph", "fullgraph", "torch.compile(fullgraph=True): a graph break is an error"],
+    ["gpu_preview", "H200 preview", "also compile the graphs for a virtual H200: Triton kernels and their TTIR/PTX/SASS without a GPU"],
+  ]) {
+    const box = h("input", { type: "checkbox", name, checked: settings.options[name],
+                             onchange: () => { settings.options[name] = box.checked; persist(); } });
+    form.append(h("label", { class: "check", title }, box, ` ${label}`));
+  }
 }
 
 function setOptions(options) {

@@ -16,7 +16,8 @@ export const defaults = {
   editorHeight: 58, // % of the left column
   runTab: "compiles",
   colorLines: true,
-  options: { device: "auto", mode: "default", dynamic: "auto", backend: "inductor", fullgraph: false },
+  options: { device: "auto", mode: "default", dynamic: "auto", backend: "inductor", fullgraph: false,
+             gpu_preview: false },
 };
 
 export function loadSettings() {
