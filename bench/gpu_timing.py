@@ -39,33 +39,22 @@ from compiler_core.result import build_result  # noqa: E402
 
 GOAL = 0.05
 KERNEL_DEF = re.compile(r"^def (\w+)\(", re.M)
-# One job in a fresh process: the engine's child without the zygote's fork, since on torch 2.11
-# with a GPU the zygote's warm-up initialises CUDA and its forked children then cannot use it.
-FRESH_JOB = """
-import json, sys
-import torch._inductor.config as inductor_config
-from compiler_core.options import Options
-from compiler_core.records import RecordWriter
-from compiler_core.runner import run_job
-inductor_config.compile_threads = 1  # as in the worker
-job = json.loads(sys.argv[1])
-with open("records.jsonl", "w", encoding="utf-8") as stream:
-    run_job(job["source"], job["user_file"], Options.from_dict(job["options"]),
-            RecordWriter(stream))
-"""
 
 
 def run_fresh(source: str, user_file: str, options: Options, preview: bool = True) -> dict:
-    """The result of one job run by the engine's runner in a fresh process of its own."""
+    """The result of one job run in a fresh process of its own, through the worker's own
+    fresh-interpreter entry point (`python -m compiler_core.worker --job JOB.json`)."""
     with tempfile.TemporaryDirectory(prefix="torchbolt-bench-") as job_dir:
         options = dataclasses.replace(options, gpu_preview=preview)
         env = {**os.environ, "PYTHONPATH": ROOT,
                "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
                "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache")}
         started = time.monotonic()
-        job = json.dumps({"source": source, "user_file": user_file,
-                          "options": options.to_dict()})
-        proc = subprocess.run([sys.executable, "-c", FRESH_JOB, job], cwd=job_dir, env=env,
+        with open(os.path.join(job_dir, "job.json"), "w", encoding="utf-8") as fh:
+            json.dump({"source": source, "user_file": user_file, "options": options.to_dict()},
+                      fh)
+        proc = subprocess.run([sys.executable, "-m", "compiler_core.worker", "--job", "job.json"],
+                              cwd=job_dir, env=env,
                               capture_output=True, text=True, timeout=options.timeout + 120)
         run = {"options": options.to_dict(), "stdout": proc.stdout[-20000:],
                "stderr": proc.stderr[-20000:], "duration_s": time.monotonic() - started,
