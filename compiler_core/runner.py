@@ -123,14 +123,14 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise
+        capture.emit_views(writer)
         if not recorder.callables:
             writer.emit("error", None, None, type="NoCompile", message=NO_COMPILE_HINT, line=None)
-        for entry in recorder.callables:
-            if not entry.signatures:
-                writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
-                            "called, so it compiled nothing: call the compiled callable.")
-        capture.emit_views(writer)
-        if recorder.callables:
+        else:
+            for entry in recorder.callables:
+                if not entry.signatures:
+                    writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
+                                "called, so it compiled nothing: call the compiled callable.")
             measure.after_script(recorder, writer, device, preview=options.gpu_preview)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
