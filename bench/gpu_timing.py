@@ -1,14 +1,18 @@
 """GPU bench: `python bench/gpu_timing.py [--out bench/results/gpu_timing.json] [--only SLUG,...]`.
 
-Runs every GPU gallery example through the engine on the GPU, each job in a fresh process (see
-`run_fresh`), with the GPU preview on so that the preview can be checked against the kernels that
+Runs every GPU gallery example through the engine on the GPU, through the product's own
+`Worker`, with the GPU preview on so that the preview can be checked against the kernels that
 ran; then checks our figures against
 independent references measured in this process, on the same script compiled again here:
 - per Triton kernel: `triton.testing.do_bench` (median, L2 flushed) of the same kernel through its
   Inductor benchmark harness (`benchmark_kernel=True` here), launched with the config the engine's
-  run chose, against our cold per-launch median (profiler device time); goal within 5 %;
+  run chose, against our cold per-launch median (profiler device time); goal within 5 %.
+  To explain gaps, also: the same kernel alone under our method (profiler, L2 flushed before each
+  launch), and do_bench's own overhead (do_bench of an empty kernel minus its device time);
 - end to end: `torch.utils.benchmark.Timer.blocked_autorange` (median) of the same callable on
-  inputs of the same shapes, against our warm medians, eager and compiled; goal within 5 %;
+  inputs of the same shapes, against our warm medians, eager and compiled; goal within 5 %.
+  To explain gaps, also our clock here on the same callable: with the engine's calls per sample,
+  and with 10x as many;
 - preview fidelity: per compile, the previewed Triton kernels against those that ran.
 Also runs the matmul example with mode="max-autotune" (template choices recorded). Writes the
 JSON report (device, versions, every figure) and prints a table.
@@ -25,42 +29,26 @@ import platform
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
+
+import triton
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from compiler_core import Options  # noqa: E402
+from compiler_core import Options, Worker  # noqa: E402
 from compiler_core.gpu_gallery import list_examples  # noqa: E402
-from compiler_core.records import read_records  # noqa: E402
-from compiler_core.result import build_result  # noqa: E402
 
 GOAL = 0.05
 KERNEL_DEF = re.compile(r"^def (\w+)\(", re.M)
 
 
-def run_fresh(source: str, user_file: str, options: Options, preview: bool = True) -> dict:
-    """The result of one job run in a fresh process of its own, through the worker's own
-    fresh-interpreter entry point (`python -m compiler_core.worker --job JOB.json`)."""
-    with tempfile.TemporaryDirectory(prefix="torchbolt-bench-") as job_dir:
-        options = dataclasses.replace(options, gpu_preview=preview)
-        env = {**os.environ, "PYTHONPATH": ROOT,
-               "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
-               "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache")}
-        started = time.monotonic()
-        with open(os.path.join(job_dir, "job.json"), "w", encoding="utf-8") as fh:
-            json.dump({"source": source, "user_file": user_file, "options": options.to_dict()},
-                      fh)
-        proc = subprocess.run([sys.executable, "-m", "compiler_core.worker", "--job", "job.json"],
-                              cwd=job_dir, env=env,
-                              capture_output=True, text=True, timeout=options.timeout + 120)
-        run = {"options": options.to_dict(), "stdout": proc.stdout[-20000:],
-               "stderr": proc.stderr[-20000:], "duration_s": time.monotonic() - started,
-               "error": None if proc.returncode == 0 else {
-                   "type": "Exited", "message": f"exit code {proc.returncode}", "line": None}}
-        return build_result(read_records(os.path.join(job_dir, "records.jsonl")), user_file, run)
+def run_job(worker, source: str, user_file: str, options: Options) -> dict:
+    """One job through the product's own path: the warm worker (on a GPU machine each job
+    execs a fresh interpreter, see `compiler_core.worker.child_main`), GPU preview on so that
+    it can be checked against the kernels that ran."""
+    return worker.run(source, dataclasses.replace(options, gpu_preview=True), user_file)
 
 
 def environment() -> dict:
@@ -156,15 +144,40 @@ def harness_modules(skip: set[int]) -> dict[str, object]:
     return out
 
 
-def do_bench_kernel(module, name: str, config: dict | None) -> float:
-    """Median microseconds of one launch of the kernel, with the engine's config."""
+def kernel_timings(module, name: str, config: dict | None, flush) -> dict:
+    """One launch of the kernel alone, with the engine's config: do_bench's median, and the
+    median device time under our method (profiler, L2 flushed before each launch)."""
     from triton.testing import do_bench
+    from compiler_core.timing import profile_cuda
     from compiler_core.triton_kernels import config_dict
     kernel = getattr(module, name)
     if config and kernel.configs:
         kernel.configs = [c for c in kernel.configs if config_dict(c) == config] or kernel.configs
     args = module.get_args()
-    return do_bench(lambda: module.call(args), return_mode="median") * 1e3
+    launch = lambda: module.call(args)  # noqa: E731
+    rows = {r["name"]: r for r in profile_cuda(launch, 20, flush)}
+    return {"do_bench_us": do_bench(launch, return_mode="median") * 1e3,
+            "alone_us": rows[name]["us_per_launch"] if name in rows else None}
+
+
+@triton.jit
+def empty_kernel(x):
+    pass
+
+
+def do_bench_overhead(flush) -> dict:
+    """What do_bench adds to a kernel's device time: do_bench of an empty kernel minus that
+    kernel's device time (profiler)."""
+    from triton.testing import do_bench
+    from compiler_core.timing import profile_cuda
+    import torch
+    x = torch.empty(1, device="cuda")
+    launch = lambda: empty_kernel[(1,)](x)  # noqa: E731
+    launch()
+    bench_us = do_bench(launch, return_mode="median") * 1e3
+    (row,) = [r for r in profile_cuda(launch, 20, flush) if r["name"] == "empty_kernel"]
+    return {"do_bench_us": bench_us, "device_us": row["us_per_launch"],
+            "overhead_us": bench_us - row["us_per_launch"]}
 
 
 def timer_ms(fn) -> float:
@@ -173,8 +186,10 @@ def timer_ms(fn) -> float:
 
 
 def e2e_references(recorder, result: dict) -> list[dict]:
-    """Timer medians for each callable's first recorded call, beside our warm medians."""
+    """Timer medians for each callable's first recorded call, beside our warm medians; and our
+    clock here on the same callable (engine's calls per sample, and 10x), to place any gap."""
     from compiler_core import timing
+    clock = timing.CudaClock()
     out = []
     for entry in recorder.callables:
         ours = next((t for t in result["timings"] if t["callable"] == entry.index
@@ -183,33 +198,41 @@ def e2e_references(recorder, result: dict) -> list[dict]:
             continue
         args, kwargs = timing.fresh_inputs(entry.calls[0])
         mode = timing.grad_mode_of(entry.compiled, args, kwargs)
+        calls = ours["e2e"]["warm"]["calls_per_sample"]
         with timing.GRAD_MODES[mode]():
             grads = timing.backward_grads(entry.original, args, kwargs) if mode == "grad" else None
-            row = {"callable": entry.name, "arguments": ours["arguments"], "mode": ours["mode"]}
+            row = {"callable": entry.name, "arguments": ours["arguments"], "mode": ours["mode"],
+                   "calls_per_sample": calls}
             for side, fn in (("eager", entry.original), ("compiled", entry.compiled)):
                 call = timing.caller(fn, args, kwargs, grads)
                 for _ in range(3):
                     call()
                 reference = timer_ms(call)
                 mine = ours["e2e"]["warm"][side]["median_ms"]
+                here = {n: timing.interleaved({side: call}, clock, n, 20)[side]["median_ms"]
+                        for n in (calls, 10 * calls)}
                 row[side] = {"ours_ms": mine, "timer_ms": reference,
                              "ratio": mine / reference, "within_goal": abs(mine / reference - 1)
-                             <= GOAL}
+                             <= GOAL, "our_clock_here_ms": here[calls],
+                             "our_clock_here_10x_calls_ms": here[10 * calls]}
         out.append(row)
     return out
 
 
-def kernel_references(result: dict, modules: dict) -> list[dict]:
+def kernel_references(result: dict, modules: dict, flush, overhead: dict) -> list[dict]:
     ours, configs = engine_kernels(result), engine_configs(result)
     out = []
     for name, row in ours.items():
         if row["kind"] != "triton" or name not in modules:
             continue
-        reference = do_bench_kernel(modules[name], name, configs.get(name))
-        out.append({"kernel": name, "ours_us": row["us_per_launch"], "do_bench_us": reference,
+        mine = row["us_per_launch"]
+        reference = kernel_timings(modules[name], name, configs.get(name), flush)
+        net = reference["do_bench_us"] - overhead["overhead_us"]
+        out.append({"kernel": name, "ours_us": mine, **reference,
                     "config": configs.get(name, "chosen by the harness's own autotuning"),
-                    "ratio": row["us_per_launch"] / reference,
-                    "within_goal": abs(row["us_per_launch"] / reference - 1) <= GOAL,
+                    "ratio": mine / reference["do_bench_us"],
+                    "within_goal": abs(mine / reference["do_bench_us"] - 1) <= GOAL,
+                    "ratio_to_do_bench_less_overhead": mine / net,
                     "gbps": row.get("gbps"), "pct_peak_bandwidth": row.get("pct_peak_bandwidth"),
                     "launches_per_call": row["launches"]})
     return out
@@ -230,16 +253,17 @@ def summarize(result: dict) -> dict:
             "error": result["error"], "duration_s": result["duration_s"]}
 
 
-def run_case(example, mode: str) -> dict:
+def run_case(worker, example, mode: str, flush, overhead: dict) -> dict:
     started = time.monotonic()
-    result = run_fresh(example.source, example.path,
-                       Options(device="cuda", mode=mode, timeout=300))
+    result = run_job(worker, example.source, example.path,
+                     Options(device="cuda", mode=mode, timeout=300))
     case = {"example": example.slug, "mode": mode, **summarize(result),
             "preview_fidelity": preview_fidelity(result)}
     if result["error"] is None and mode == "default":
         before = {id(m) for m in loaded_modules() + list(sys.modules.values())}
         recorder = run_here(example.source, example.path)
-        case["kernel_references"] = kernel_references(result, harness_modules(before))
+        case["kernel_references"] = kernel_references(result, harness_modules(before), flush,
+                                                      overhead)
         case["e2e_references"] = e2e_references(recorder, result)
     case["wall_s"] = time.monotonic() - started
     return case
@@ -249,13 +273,17 @@ def print_table(report: dict) -> None:
     for case in report["cases"]:
         print(f"== {case['example']} ({case['mode']}) error={case.get('error')}")
         for k in case.get("kernel_references", []):
-            print(f"  kernel {k['kernel'][:48]:48} ours {k['ours_us']:9.1f} us  do_bench "
-                  f"{k['do_bench_us']:9.1f} us  ratio {k['ratio']:.3f}")
+            alone = f"{k['alone_us']:9.1f}" if k["alone_us"] is not None else "     n/a"
+            print(f"  kernel {k['kernel'][:44]:44} ours {k['ours_us']:8.1f} us  alone {alone} us"
+                  f"  do_bench {k['do_bench_us']:8.1f} us  ratio {k['ratio']:.3f}"
+                  f" (less overhead {k['ratio_to_do_bench_less_overhead']:.3f})")
         for e in case.get("e2e_references", []):
             for side in ("eager", "compiled"):
                 s = e[side]
                 print(f"  e2e {e['callable'][:20]:20} {side:8} ours {s['ours_ms']:8.3f} ms  "
-                      f"Timer {s['timer_ms']:8.3f} ms  ratio {s['ratio']:.3f}")
+                      f"Timer {s['timer_ms']:8.3f} ms  ratio {s['ratio']:.3f}  our clock here "
+                      f"{s['our_clock_here_ms']:8.3f} ms, 10x calls "
+                      f"{s['our_clock_here_10x_calls_ms']:8.3f} ms")
         for t in case["timings"]:
             if "e2e" in t:
                 speed = {k: (v["speedup"] or {}).get("median") for k, v in t["e2e"].items()}
@@ -274,10 +302,17 @@ def main() -> int:
     examples = [e for e in list_examples() if not args.only or e.slug in args.only.split(",")]
     cases = [(e, "default") for e in examples]
     cases += [(e, "max-autotune") for e in examples if e.slug == "matmul_epilogue"]
-    report = {"environment": environment(), "goal": GOAL, "cases": []}
+    worker = Worker().start()  # its own process: no CUDA state shared with this one
+    worker.wait_ready()
+    from compiler_core.l2_flush import L2Flush
+    flush = L2Flush()
+    overhead = do_bench_overhead(flush)
+    report = {"environment": environment(), "goal": GOAL, "do_bench_overhead": overhead,
+              "cases": []}
+    print(f"do_bench overhead: {overhead}")
     for example, mode in cases:
         try:
-            report["cases"].append(run_case(example, mode))
+            report["cases"].append(run_case(worker, example, mode, flush, overhead))
         except Exception:
             report["cases"].append({"example": example.slug, "mode": mode,
                                     "error": traceback.format_exc()[-4000:], "timings": []})
@@ -285,6 +320,7 @@ def main() -> int:
         with open(args.out, "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=1, default=str)
         print_table({"cases": report["cases"][-1:]})
+    worker.close()
     print(f"report: {args.out}")
     return 0
 

@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 import torch
 
 from compiler_core import Options
 from compiler_core.gpu_gallery import list_examples
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench"))
-from gpu_timing import run_fresh  # noqa: E402
-
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 EXAMPLES = {e.slug: e for e in list_examples()}
 
 
 @pytest.fixture(scope="module")
-def results():
-    """Each job in a fresh process, as the bench runs them (see bench/gpu_timing.py)."""
-    return {slug: run_fresh(EXAMPLES[slug].source, EXAMPLES[slug].path, Options(device="cuda"),
-                            preview=False)
+def results(worker):
+    """Through the session's worker, as the web app runs jobs (on a GPU machine each job execs
+    a fresh interpreter: see compiler_core.worker.child_main)."""
+    return {slug: worker.run(EXAMPLES[slug].source, Options(device="cuda"),
+                             user_file=EXAMPLES[slug].path)
             for slug in ("pointwise_chain", "matmul_epilogue")}
 
 
@@ -62,3 +57,17 @@ def test_matmul_is_a_library_kernel_with_flops(results):
     matmuls = [r for r in timing["kernels"]["compiled"] if r.get("tflops")]
     assert matmuls and max(r["tflops"] for r in matmuls) > 100
     assert timing["plots"]["kernels"]["data"]
+
+
+def test_gallery_graph_break_runs_on_the_gpu_through_the_worker(worker):
+    """The CPU gallery's graph-break example, on CUDA: both graphs compile to Triton kernels."""
+    from compiler_core.gallery import get_example
+    example = get_example("print_graph_break")
+    result = worker.run(example.source, Options(device="cuda"), user_file=example.path)
+    assert result["error"] is None, result["error"]
+    assert result["environment"]["device"] == "cuda"
+    (graph_break,) = result["graph_breaks"]
+    assert graph_break["line"] == 17 and graph_break["resumes_in"]
+    kinds = {k["kind"] for c in result["compiles"] for k in c["kernels"]}
+    assert kinds == {"triton"}
+    assert all("triton_ptx" in c["stages"] for c in result["compiles"] if c["kernels"])
