@@ -181,8 +181,13 @@ def do_bench_overhead(flush) -> dict:
 
 
 def timer_ms(fn) -> float:
+    """Timer's median; with this process's thread count, since Timer's default (1 thread)
+    changes Dynamo's GLOBAL_STATE guard, so the compiled callable would be compiled again
+    and a different graph timed."""
+    import torch
     from torch.utils.benchmark import Timer
-    return Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=1.0).median * 1e3
+    timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    return timer.blocked_autorange(min_run_time=1.0).median * 1e3
 
 
 def e2e_references(recorder, result: dict) -> list[dict]:
