@@ -274,6 +274,28 @@ def run_case(worker, example, mode: str, flush, overhead: dict) -> dict:
     return case
 
 
+def within(ratios: list[float]) -> str:
+    return f"{sum(abs(r - 1) <= GOAL for r in ratios)}/{len(ratios)}"
+
+
+def summary(report: dict) -> dict:
+    """How many figures meet the goal, per comparison (see the module docstring)."""
+    overhead = report["do_bench_overhead"]["overhead_us"]
+    kernels = [k for c in report["cases"] for k in c.get("kernel_references", [])]
+    alone = [k for k in kernels if k["alone_us"] is not None]
+    e2e = [e[side] for c in report["cases"] for e in c.get("e2e_references", [])
+           for side in ("eager", "compiled")]
+    return {
+        "kernels_in_call_vs_do_bench": within([k["ratio"] for k in kernels]),
+        "kernels_alone_vs_do_bench": within([k["alone_us"] / k["do_bench_us"] for k in alone]),
+        "kernels_alone_vs_do_bench_less_overhead": within(
+            [k["alone_us"] / (k["do_bench_us"] - overhead) for k in alone]),
+        "kernels_in_call_vs_alone": [round(k["ours_us"] / k["alone_us"], 3) for k in alone],
+        "e2e_vs_timer": within([s["ratio"] for s in e2e]),
+        "e2e_worst_ratio": max((s["ratio"] for s in e2e), key=lambda r: abs(r - 1), default=None),
+    }
+
+
 def print_table(report: dict) -> None:
     for case in report["cases"]:
         print(f"== {case['example']} ({case['mode']}) error={case.get('error')}")
@@ -326,7 +348,10 @@ def main() -> int:
             json.dump(report, fh, indent=1, default=str)
         print_table({"cases": report["cases"][-1:]})
     worker.close()
-    print(f"report: {args.out}")
+    report["summary"] = summary(report)
+    with open(args.out, "w", encoding="utf-8") as fh:
+        json.dump(report, fh, indent=1, default=str)
+    print(f"summary: {report['summary']}\nreport: {args.out}")
     return 0
 
 

@@ -452,7 +452,8 @@ def per_kernel(calls: dict, device: Device, e2e: dict) -> dict:
         estimates = kernel_estimates(calls["compiled"])
         for name in rows:
             add_rates(rows[name], estimates if name == "compiled" else {}, device.peaks)
-        cache = "cold: L2 flushed before each call"
+        cache = ("cold: L2 flushed before each call; a kernel later in the call finds in L2 "
+                 "what the kernels before it wrote, as in the real call")
     else:
         rows = {name: profile_cpu(fn, PROFILED_CALLS) for name, fn in calls.items()}
         cache = "warm (CPU)"
