@@ -45,9 +45,9 @@ KERNEL_DEF = re.compile(r"^def (\w+)\(", re.M)
 
 
 def run_job(worker, source: str, user_file: str, options: Options) -> dict:
-    """One job through the product's own path: the warm worker (on a GPU machine each job
-    execs a fresh interpreter, see `compiler_core.worker.child_main`), GPU preview on so that
-    it can be checked against the kernels that ran."""
+    """One job through the product's own path: the warm worker (on a GPU machine each job runs
+    in a standby interpreter, see `compiler_core.worker.Standby`), GPU preview on so that it
+    can be checked against the kernels that ran."""
     return worker.run(source, dataclasses.replace(options, gpu_preview=True), user_file)
 
 

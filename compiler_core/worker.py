@@ -1,9 +1,11 @@
 """Warm workers: a preloaded parent (the zygote) forks one child per job.
 
 The zygote imports torch and runs one trivial CPU compile, so a job pays neither `import torch`
-nor Inductor's lazy initialisation. It never initialises CUDA (forking after that is unsafe).
-Each child starts its own session (process group), works in the job's directory with its output
-redirected to files, and writes records (see `records.py`).
+nor Inductor's lazy initialisation. Each child starts its own session (process group), works in
+the job's directory with its output redirected to files, and writes records (see `records.py`).
+Where a GPU is visible, the warm-up initialises CUDA, which a forked child cannot inherit: there
+the zygote keeps a `Standby` instead, a fresh interpreter that warms up ahead of the next job
+and then runs that job itself.
 
 The supervisor (`Worker.run`, in the caller's process) streams the records, enforces the
 wall-clock and memory limits by killing the child's whole process group, caps the output, and
@@ -12,7 +14,8 @@ into one result with a clear `error`.
 
 Protocol on the zygote's pipes, one JSON object per line: the zygote says `{"ready": ...}`; the
 supervisor sends a job `{"id", "dir", "source", "user_file", "options"}`; the zygote answers
-`{"id", "pid"}` when forked and `{"id", "exit": returncode}` when the child is reaped.
+`{"id", "pid"}` when the job's process has it and `{"id", "exit": returncode}` when that
+process is reaped.
 """
 
 from __future__ import annotations
@@ -42,8 +45,11 @@ STARTUP_TIMEOUT_S = 300
 
 # ---------------------------------------------------------------- zygote side (its own process)
 
-def warm_up() -> None:
-    """Pay torch's import and Inductor's first-compile cost once, before any fork."""
+def warm_up(compile_once: bool) -> None:
+    """Pay torch's import and, with `compile_once`, Inductor's first-compile cost before any
+    job. Without it (a Standby on a GPU machine) CUDA is initialised instead: there a first CPU
+    compile, C++ toolchain and all, took about a minute on the H200 machine, more than it saves
+    a GPU job."""
     import torch
     import torch._dynamo
     import torch._inductor.config as inductor_config
@@ -51,10 +57,12 @@ def warm_up() -> None:
 
     inductor_config.compile_threads = 1  # no compile-worker pool that a fork would orphan
     inductor_config.force_disable_caches = True
-    # On a GPU machine this compile initialises CUDA (Dynamo saves the CUDA RNG state); jobs
-    # there run in a fresh interpreter (see child_main), so that does no harm.
-    torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
-    torch._dynamo.reset()
+    if compile_once:
+        torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
+        torch._dynamo.reset()
+    else:
+        import triton  # noqa: F401
+        torch.cuda.init()
 
 
 def _redirect(fd: int, path: str) -> None:
@@ -63,32 +71,27 @@ def _redirect(fd: int, path: str) -> None:
     os.close(target)
 
 
-def child_main(job: dict, protocol_fd: int, fresh: bool) -> None:
-    """In the forked child: isolate, then run the job (after exec'ing a fresh interpreter when
-    `fresh`). Never returns."""
+def isolate(job: dict) -> None:
+    """In the job's own process (already its own session): work in the job's folder, with its
+    own caches, a cap on file sizes, no stdin, and output to files."""
+    os.chdir(job["dir"])
+    # Per job: the compiled kernels (and their lowering stages) of this job only.
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job["dir"], "inductor-cache")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(job["dir"], "triton-cache")
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit raises instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
+    stdin = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(stdin, 0)
+    _redirect(1, "stdout.txt")
+    _redirect(2, "stderr.txt")
+
+
+def child_main(job: dict, protocol_fd: int) -> None:
+    """In the forked child: its own session, isolated, then the job. Never returns."""
     try:
         os.close(protocol_fd)
         os.setsid()
-        os.chdir(job["dir"])
-        # Per job: the compiled kernels (and their lowering stages) of this job only.
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job["dir"], "inductor-cache")
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(job["dir"], "triton-cache")
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit raises instead
-        resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
-        stdin = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(stdin, 0)
-        _redirect(1, "stdout.txt")
-        _redirect(2, "stderr.txt")
-        if fresh:
-            # exec keeps this process (pid, group, limits, files) but none of the zygote's
-            # driver state: on a GPU machine the warm-up leaves the CUDA driver initialised
-            # (seen on torch 2.11, H200), and a forked child then fails its first CUDA call.
-            with open("job.json", "w", encoding="utf-8") as fh:
-                json.dump(job, fh)
-            os.environ["PYTHONPATH"] = os.pathsep.join(
-                filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
-            os.execv(sys.executable, [sys.executable, "-m", "compiler_core.worker", "--job",
-                                      "job.json"])
+        isolate(job)
         run_isolated(job)
     finally:
         os._exit(0)
@@ -118,31 +121,77 @@ def needs_fresh_process() -> bool:
     return os.environ.get("TORCHBOLT_FRESH_PROCESS") == "1" or torch.cuda.is_available()
 
 
+class Standby:
+    """A fresh interpreter, started ahead of the next job, that warms up and then runs that
+    job itself (`standby_main`): the GPU machines' way to give jobs a warm process, since a
+    forked child cannot inherit the CUDA state the warm-up creates."""
+
+    def __init__(self) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
+        self.proc = subprocess.Popen([sys.executable, "-m", "compiler_core.worker", "--standby"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env, cwd=PACKAGE_ROOT, start_new_session=True)
+
+    def take(self, job: dict) -> subprocess.Popen:
+        """Wait for the warm-up to end, then hand the job over; the process runs it (or has
+        died, and its exit code tells the supervisor)."""
+        for line in self.proc.stdout:
+            if line == "ready\n":
+                self.proc.stdin.write(json.dumps(job) + "\n")
+                self.proc.stdin.close()
+                break
+        return self.proc
+
+
+def standby_main() -> None:
+    try:
+        import torch
+        warm_up(compile_once=not torch.cuda.is_available())
+        print("ready", flush=True)
+        line = sys.stdin.readline()
+        if line:  # empty: the zygote went away before handing over a job
+            job = json.loads(line)
+            isolate(job)
+            run_isolated(job)
+    finally:
+        os._exit(0)
+
+
 def zygote_main() -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything torch prints goes to stderr, never into the protocol
     started = time.monotonic()
-    warm_up()
+    fresh = needs_fresh_process()
+    standby = Standby() if fresh else None
+    if not fresh:
+        warm_up(compile_once=True)
     lock = threading.Lock()
 
     def send(message: dict) -> None:
         with lock:
             protocol.write(json.dumps(message) + "\n")
 
-    def reap(job_id: str, pid: int) -> None:
-        _, status = os.waitpid(pid, 0)
-        send({"id": job_id, "exit": os.waitstatus_to_exitcode(status)})
+    def reap(job_id: str, wait) -> None:
+        send({"id": job_id, "exit": wait()})
 
-    fresh = needs_fresh_process()
+    def waitpid(pid: int):
+        return lambda: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
     send({"ready": True, "warm_s": round(time.monotonic() - started, 2), "pid": os.getpid(),
           "fresh_process_per_job": fresh})
     for line in sys.stdin:
         job = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            child_main(job, protocol.fileno(), fresh)
+        if fresh:
+            proc, standby = standby.take(job), Standby()  # the next one warms up meanwhile
+            pid, wait = proc.pid, proc.wait
+        else:
+            pid = os.fork()
+            if pid == 0:
+                child_main(job, protocol.fileno())
+            wait = waitpid(pid)
         send({"id": job["id"], "pid": pid})
-        threading.Thread(target=reap, args=(job["id"], pid), daemon=True).start()
+        threading.Thread(target=reap, args=(job["id"], wait), daemon=True).start()
 
 
 # ------------------------------------------------------------ supervisor side (caller's process)
@@ -278,7 +327,8 @@ class Worker:
                 if message.get("zygote_died"):
                     outcome.killed_for = outcome.killed_for or "worker"
                     return pid
-                pid = message.get("pid", pid)
+                if "pid" in message:  # the job starts now (a Standby may still have been
+                    pid, started = message["pid"], time.monotonic()  # warming up): limits too
                 if "exit" in message:
                     outcome.returncode = message["exit"]
             for record in tail.new_records():
@@ -358,10 +408,6 @@ def abnormal_end(job_dir: str, user_file: str, options: Options, outcome: JobOut
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--job"]:  # exec'd by child_main for a job in a fresh interpreter
-        try:
-            with open(sys.argv[2], encoding="utf-8") as fh:
-                run_isolated(json.load(fh))
-        finally:
-            os._exit(0)
+    if sys.argv[1:2] == ["--standby"]:
+        standby_main()
     zygote_main()

@@ -81,9 +81,9 @@ def test_worker_serves_after_every_bad_input(worker):
     assert result["error"] is None and "tensor([2.])" in result["stdout"]
 
 
-def test_a_job_in_a_fresh_interpreter_gives_the_same_result(monkeypatch):
-    """The GPU machines' path: fork, then exec a fresh interpreter for the job (the zygote's CUDA
-    driver state cannot be inherited). Forced here with TORCHBOLT_FRESH_PROCESS=1."""
+def test_jobs_in_standby_interpreters_give_the_same_results(monkeypatch):
+    """The GPU machines' path: each job runs in a fresh interpreter that warmed up ahead of it
+    (a fork cannot inherit CUDA state). Forced here with TORCHBOLT_FRESH_PROCESS=1."""
     from compiler_core import Worker
     monkeypatch.setenv("TORCHBOLT_FRESH_PROCESS", "1")
     fresh = Worker().start()
@@ -91,8 +91,12 @@ def test_a_job_in_a_fresh_interpreter_gives_the_same_result(monkeypatch):
         fresh.wait_ready()
         result = fresh.run("import torch\nf = torch.compile(lambda x: x.sin() + 1)\n"
                            "print(f(torch.zeros(2)))\nraise KeyError('k')\n", Options(device="cpu"))
+        # The next job's interpreter may still be warming up: its time limit starts after that.
+        stuck = fresh.run("import time\nwhile True:\n    time.sleep(0.01)\n",
+                          Options(device="cpu", timeout=2))
     finally:
         fresh.close()
     assert result["stdout"] == "tensor([1., 1.])\n"
     assert result["error"]["type"] == "KeyError" and result["error"]["line"] == 4
     assert "output_code" in result["compiles"][0]["stages"]
+    assert stuck["error"]["type"] == "Timeout" and stuck["error"]["line"] == 3
