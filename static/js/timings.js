@@ -115,13 +115,26 @@ function launches({ totals }) {
   return h("p", { class: "launches" }, h("strong", {}, "Per call: "), part("eager"), " · ", part("compiled"));
 }
 
+// CUDA library kernels are demangled C++: long names lose their template arguments and
+// anonymous namespaces here (`multi_tensor_apply_kernel<…>(…Copy<…>)`); hover shows the full one.
+function shortName(name) {
+  if (name.length <= 60) return name;
+  let depth = 0, short = "";
+  for (const ch of name.replace(/^void /, "").replaceAll("(anonymous namespace)::", "")) {
+    if (ch === "<" && depth++ === 0) short += "<…";
+    else if (ch === ">" && --depth === 0) short += ">";
+    else if (depth === 0 && ch !== "<" && ch !== ">") short += ch;
+  }
+  return short;
+}
+
 function kernelTable(mode, kernels) {
   const rows = kernels[mode];
   const rates = RATES.filter(([key]) => rows.some((r) => r[key] != null));
   const headers = ["kernel", "kind", "launches", "time per call", ...rates.map(([, label]) => label)];
   const row = (r) => h("tr", {},
-    h("td", { class: "kernel-name", title: r.grid ? `grid ${r.grid} · block ${r.block} · ` +
-      `${r.registers} registers` : null }, r.name),
+    h("td", { class: "kernel-name", title: r.name + (r.grid ? `\ngrid ${r.grid} · block ${r.block} · ` +
+      `${r.registers} registers` : "") }, shortName(r.name)),
     h("td", {}, r.kind), h("td", {}, +r.launches.toFixed(1)), h("td", {}, duration(r.us_per_call / 1e3)),
     rates.map(([key, , format]) => h("td", {}, r[key] != null ? format(r[key]) : "")));
   return h("details", { class: "kernels", open: mode === "compiled", dataset: { mode } },
