@@ -26,7 +26,7 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 
 MAX_SOURCE_CHARS = 100_000
 USER_OPTIONS = {"device": str, "mode": str, "dynamic": str, "fullgraph": bool,
-                "gpu_preview": bool, "backend": str, "timeout": (int, float)}
+                "gpu_preview": bool, "measure": bool, "backend": str, "timeout": (int, float)}
 HEARTBEAT_S = 15
 
 

@@ -31,6 +31,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     run.add_argument("--backend", choices=BACKENDS, default="inductor")
     run.add_argument("--gpu-preview", action="store_true",
                      help="also compile the graphs for a virtual H200 (Triton stages without a GPU)")
+    run.add_argument("--no-measure", dest="measure", action="store_false",
+                     help="skip timing eager vs compiled after the script (faster result)")
     run.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS")
     return parser.parse_args(argv)
 
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         options = Options(device=args.device, mode=args.mode, dynamic=args.dynamic,
                           fullgraph=args.fullgraph, backend=args.backend, timeout=args.timeout,
-                          gpu_preview=args.gpu_preview)
+                          gpu_preview=args.gpu_preview, measure=args.measure)
         path = os.path.abspath(args.script)
         with open(path, encoding="utf-8") as fh:
             source = fh.read()

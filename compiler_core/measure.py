@@ -2,7 +2,7 @@
 
 `before_script`: Inductor settings for kernel profiling and estimates, autotuning hooks (GPU).
 `after_script`: the GPU's Triton kernels with their lowering stages, the timings of every compiled
-callable, and with the `gpu_preview` option the preview of the kernels an H200 would run (meant
+callable (unless the `measure` option is off), and with the `gpu_preview` option the preview of the kernels an H200 would run (meant
 for CPU-only machines; on a GPU it lets the preview be checked against the kernels that ran). Each step failing costs that step only (a `note` says why); the profiler's and
 compilers' chatter goes to /dev/null rather than the user's stderr.
 """
@@ -14,6 +14,9 @@ import os
 
 from . import gpu_preview, timing, triton_kernels
 from .records import RecordWriter
+
+
+NOT_MEASURED = "Timings were not measured: the job's 'measure' option was off."
 
 
 def before_script(writer: RecordWriter, device: str) -> None:
@@ -39,11 +42,15 @@ def quiet_stderr():
         os.close(devnull)
 
 
-def after_script(recorder, writer: RecordWriter, device: str, preview: bool) -> None:
+def after_script(recorder, writer: RecordWriter, device: str, preview: bool,
+                 timings: bool) -> None:
     steps = []
     if device == "cuda":
         steps.append(("Triton kernel capture", lambda: triton_kernels.collect(writer)))
-    steps.append(("Timing", lambda: timing.measure_all(recorder, writer, device)))
+    if timings:
+        steps.append(("Timing", lambda: timing.measure_all(recorder, writer, device)))
+    else:
+        writer.emit("note", None, None, text=NOT_MEASURED)
     if preview:
         steps.append(("GPU preview", lambda: gpu_preview.preview(writer)))
     with quiet_stderr():

@@ -23,6 +23,7 @@ class Options:
     fullgraph: bool = False
     backend: str = "inductor"
     gpu_preview: bool = False  # also compile the graphs for a virtual H200 (Triton stages on CPU)
+    measure: bool = True  # time eager vs compiled after the script (seconds more per job)
     timeout: float = 120.0  # wall-clock seconds for the whole script
     memory_mb: int = 6144  # resident memory of the worker process
     output_limit: int = 256 * 1024  # bytes of stdout/stderr kept in the result
@@ -33,7 +34,7 @@ class Options:
             if getattr(self, name) not in allowed:
                 raise OptionsError(f"option {name!r} must be one of {', '.join(allowed)}; "
                                    f"got {getattr(self, name)!r}")
-        for name in ("fullgraph", "gpu_preview"):
+        for name in ("fullgraph", "gpu_preview", "measure"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionsError(f"option {name!r} must be true or false")
         if not 1 <= float(self.timeout) <= 600:

@@ -131,7 +131,8 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
                 if not entry.signatures:
                     writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
                                 "called, so it compiled nothing: call the compiled callable.")
-            measure.after_script(recorder, writer, device, preview=options.gpu_preview)
+            measure.after_script(recorder, writer, device, preview=options.gpu_preview,
+                                 timings=options.measure)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:

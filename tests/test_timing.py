@@ -57,6 +57,15 @@ def test_every_callable_and_signature_is_timed(result):
         assert timing["device"] == "cpu" and "perf_counter" in timing["clock"]
 
 
+def test_measure_off_gives_the_stages_without_timings(worker):
+    from compiler_core.measure import NOT_MEASURED
+    source = "import torch\nf = torch.compile(lambda x: x.cos() * 2)\nf(torch.randn(8))\n"
+    result = worker.run(source, Options(device="cpu", measure=False))
+    assert result["error"] is None and result["timings"] == []
+    assert NOT_MEASURED in result["notes"] and result["options"]["measure"] is False
+    assert "output_code" in result["compiles"][0]["stages"]
+
+
 def test_end_to_end_statistics_are_consistent(result):
     for timing in result["timings"]:
         warm = timing["e2e"]["warm"]

@@ -178,6 +178,7 @@ function buildOptions() {
   for (const [name, label, title] of [
     ["fullgraph", "fullgraph", "torch.compile(fullgraph=True): a graph break is an error"],
     ["gpu_preview", "H200 preview", "also compile the graphs for a virtual H200: Triton kernels and their TTIR/PTX/SASS without a GPU"],
+    ["measure", "measure", "after the script, time each compiled callable against eager (a few seconds more); off for the stages alone"],
   ]) {
     const box = h("input", { type: "checkbox", name, checked: settings.options[name],
                              onchange: () => { settings.options[name] = box.checked; persist(); } });

@@ -17,7 +17,7 @@ export const defaults = {
   runTab: "compiles",
   colorLines: true,
   options: { device: "auto", mode: "default", dynamic: "auto", backend: "inductor", fullgraph: false,
-             gpu_preview: false },
+             gpu_preview: false, measure: true },
 };
 
 export function loadSettings() {

@@ -48,6 +48,9 @@ function emptyMessage(result) {
   const e = result.error;
   if (e) return `No timings: the script ended with ${e.type}${e.line ? ` at line ${e.line}` : ""}; ` +
     "callables are only timed after a script that runs to its end.";
+  if (result.options?.measure === false) {
+    return "No timings: the 'measure' box was off for this run; switch it on and compile again.";
+  }
   const failed = (result.notes ?? []).find((note) => note.startsWith("Timing failed"));
   return failed ?? "No timings: no compiled callable was called, so there was nothing to time.";
 }
