@@ -144,20 +144,25 @@ def harness_modules(skip: set[int]) -> dict[str, object]:
     return out
 
 
-def kernel_timings(module, name: str, config: dict | None, flush) -> dict:
-    """One launch of the kernel alone, with the engine's config: do_bench's median, and the
-    median device time under our method (profiler, L2 flushed before each launch)."""
+def bench_launch(launch, name: str, flush) -> tuple[float, float | None]:
+    """(do_bench's median, the median device time of kernel `name` under our method: profiler,
+    L2 flushed before each launch), in microseconds per launch."""
     from triton.testing import do_bench
     from compiler_core.timing import profile_cuda
+    rows = {r["name"]: r for r in profile_cuda(launch, 20, flush)}
+    return (do_bench(launch, return_mode="median") * 1e3,
+            rows[name]["us_per_launch"] if name in rows else None)
+
+
+def kernel_timings(module, name: str, config: dict | None, flush) -> dict:
+    """One launch of the kernel alone, with the engine's config (see `bench_launch`)."""
     from compiler_core.triton_kernels import config_dict
     kernel = getattr(module, name)
     if config and kernel.configs:
         kernel.configs = [c for c in kernel.configs if config_dict(c) == config] or kernel.configs
     args = module.get_args()
-    launch = lambda: module.call(args)  # noqa: E731
-    rows = {r["name"]: r for r in profile_cuda(launch, 20, flush)}
-    return {"do_bench_us": do_bench(launch, return_mode="median") * 1e3,
-            "alone_us": rows[name]["us_per_launch"] if name in rows else None}
+    do_bench_us, alone_us = bench_launch(lambda: module.call(args), name, flush)
+    return {"do_bench_us": do_bench_us, "alone_us": alone_us}
 
 
 @triton.jit
@@ -168,16 +173,13 @@ def empty_kernel(x):
 def do_bench_overhead(flush) -> dict:
     """What do_bench adds to a kernel's device time: do_bench of an empty kernel minus that
     kernel's device time (profiler)."""
-    from triton.testing import do_bench
-    from compiler_core.timing import profile_cuda
     import torch
     x = torch.empty(1, device="cuda")
     launch = lambda: empty_kernel[(1,)](x)  # noqa: E731
     launch()
-    bench_us = do_bench(launch, return_mode="median") * 1e3
-    (row,) = [r for r in profile_cuda(launch, 20, flush) if r["name"] == "empty_kernel"]
-    return {"do_bench_us": bench_us, "device_us": row["us_per_launch"],
-            "overhead_us": bench_us - row["us_per_launch"]}
+    bench_us, device_us = bench_launch(launch, "empty_kernel", flush)
+    return {"do_bench_us": bench_us, "device_us": device_us,
+            "overhead_us": bench_us - device_us}
 
 
 def timer_ms(fn) -> float:
@@ -320,6 +322,13 @@ def print_table(report: dict) -> None:
                   f"identical source, {f['identical_body']}/{len(f['ran'])} identical body")
 
 
+def write_report(report: dict, path: str) -> None:
+    """Written after every case too, so that a run cut short keeps what it measured."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(report, fh, indent=1, default=str)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
@@ -343,14 +352,11 @@ def main() -> int:
         except Exception:
             report["cases"].append({"example": example.slug, "mode": mode,
                                     "error": traceback.format_exc()[-4000:], "timings": []})
-        os.makedirs(os.path.dirname(args.out), exist_ok=True)
-        with open(args.out, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=1, default=str)
+        write_report(report, args.out)
         print_table({"cases": report["cases"][-1:]})
     worker.close()
     report["summary"] = summary(report)
-    with open(args.out, "w", encoding="utf-8") as fh:
-        json.dump(report, fh, indent=1, default=str)
+    write_report(report, args.out)
     print(f"summary: {report['summary']}\nreport: {args.out}")
     return 0
 
