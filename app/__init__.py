@@ -1,9 +1,18 @@
 """torchbolt's web layer: a thin Flask app over `compiler_core` (jobs, events, share store).
 
-`create_app(test_config, workers)` builds the app and starts its compile workers; settings:
-DATA_DIR (share store; env TORCHBOLT_DATA, default ./var), WORKERS (warm compile workers,
-default 1; 0 serves stored results only). `workers` hands in `compiler_core.Worker`s to use
-instead (tests share one warm worker with the engine's tests).
+`create_app(test_config, workers)` builds the app and starts its compile workers. Settings:
+
+- DATA_DIR: the share store (env TORCHBOLT_DATA, default ./var);
+- WORKERS: warm compile workers (default 1; 0 serves stored results only); SANDBOX: passed to
+  each `Worker(sandbox=...)` when not None (None: the engine sandboxes jobs when it can);
+- TOKEN: None, or the access token every request must carry (app/auth.py);
+- JOBS_PER_CLIENT (2): a client's jobs queued or running at once; MAX_TIMEOUT (120 s): the
+  largest `timeout` option a job may ask for;
+- THREADS (48, the server's): with STREAM_RESERVE (8) and STREAMS_PER_CLIENT (4), the caps on
+  open event streams (app/streams.py): THREADS - STREAM_RESERVE in all.
+
+`workers` hands in `compiler_core.Worker`s to use instead (tests share one warm worker with the
+engine's tests).
 """
 
 from __future__ import annotations
@@ -14,9 +23,10 @@ from flask import Flask
 
 from compiler_core import Worker
 
-from . import api, errors, http, pages
+from . import api, auth, errors, http, pages
 from .manager import JobManager
 from .store import Store
+from .streams import StreamLimiter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,15 +36,22 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
                 template_folder=os.path.join(ROOT, "templates"))
     app.config.from_mapping(
         DATA_DIR=os.environ.get("TORCHBOLT_DATA", os.path.join(ROOT, "var")),
-        WORKERS=1,
+        WORKERS=1, SANDBOX=None, TOKEN=None, JOBS_PER_CLIENT=2, MAX_TIMEOUT=120.0,
+        THREADS=48, STREAM_RESERVE=8, STREAMS_PER_CLIENT=4,
         MAX_CONTENT_LENGTH=1024 * 1024,
     )
     app.config.update(test_config or {})
     app.json.sort_keys = False
     if workers is None:
-        workers = [Worker() for _ in range(app.config["WORKERS"])]
-    manager = JobManager(Store(app.config["DATA_DIR"]), workers).start()
-    app.extensions["torchbolt.jobs"] = manager
+        sandbox = app.config["SANDBOX"]
+        workers = [Worker() if sandbox is None else Worker(sandbox=sandbox)
+                   for _ in range(app.config["WORKERS"])]
+    store = Store(app.config["DATA_DIR"])
+    app.extensions["torchbolt.jobs"] = JobManager(store, workers,
+                                                  app.config["JOBS_PER_CLIENT"]).start()
+    app.extensions["torchbolt.streams"] = StreamLimiter(
+        app.config["STREAMS_PER_CLIENT"], app.config["THREADS"] - app.config["STREAM_RESERVE"])
+    auth.register(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
     errors.register(app)

@@ -1,9 +1,11 @@
 """The JSON API: views translate HTTP to the job manager and back, nothing more.
 
+Job ids are handles: each submit gets its own, identical submits share one run and its result.
+
     POST /api/compile              {"source", "options"} -> {"job", "key", "status", "cached"}
     GET  /api/jobs/ID              -> {"status": queued|running|done|failed, "result": {...}}
     GET  /api/jobs/ID/events       -> text/event-stream: status, one `stage` per stage, `done`
-    POST /api/jobs/ID/cancel       -> {"status"}
+    POST /api/jobs/ID/cancel       -> {"status"} (of this handle; the run stops when no one waits)
     GET  /api/results/KEY          -> {"source", "options", "result"} (the share store)
     GET  /api/results/KEY/graph?compile=0/0&stage=dynamo_graph[&collapse=auto|off|N]
     GET  /api/gallery, /api/gallery/SLUG, /api/status
@@ -15,18 +17,15 @@ import json
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from compiler_core import Options, OptionsError
 from compiler_core.gallery import get_example, list_examples
 
 from .errors import ApiError
 from .graphview import graph_view, parse_collapse
 from .store import is_key
+from .validate import parse_compile_request
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
-MAX_SOURCE_CHARS = 100_000
-USER_OPTIONS = {"device": str, "mode": str, "dynamic": str, "fullgraph": bool,
-                "gpu_preview": bool, "measure": bool, "backend": str, "timeout": (int, float)}
 HEARTBEAT_S = 15
 
 
@@ -34,33 +33,10 @@ def manager():
     return current_app.extensions["torchbolt.jobs"]
 
 
-def parse_options(raw) -> Options:
-    """Only the options a user may choose, each of its JSON type; the engine checks values."""
-    if not isinstance(raw, dict):
-        raise ApiError(400, "'options' must be a JSON object")
-    for name, value in raw.items():
-        kind = USER_OPTIONS.get(name)
-        if kind is None:
-            raise ApiError(400, f"unknown option {name!r}; allowed: {', '.join(USER_OPTIONS)}")
-        if not isinstance(value, kind) or (kind != bool and isinstance(value, bool)):
-            raise ApiError(400, f"option {name!r} has the wrong type")
-    try:
-        return Options.from_dict(raw)
-    except OptionsError as exc:
-        raise ApiError(400, str(exc)) from None
-
-
-def parse_compile_request() -> tuple[str, Options]:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise ApiError(400, "send a JSON object: {\"source\": \"...\", \"options\": {...}}")
-    source = body.get("source")
-    if not isinstance(source, str) or not source.strip():
-        raise ApiError(400, "'source' must be a non-empty string of Python code")
-    if len(source) > MAX_SOURCE_CHARS:
-        raise ApiError(413, f"the source has {len(source):,} characters; the limit is "
-                            f"{MAX_SOURCE_CHARS:,}")
-    return source, parse_options(body.get("options", {}))
+def client_id() -> str:
+    """Who is asking, for the per-client limits: the peer's address. Deliberately not
+    X-Forwarded-For, which any client can write (behind a proxy, every client is the proxy)."""
+    return request.remote_addr or "unknown"
 
 
 def find_job(job_id: str):
@@ -74,7 +50,7 @@ def find_job(job_id: str):
 def compile_source():
     """Queue a compile, or answer from the store when the same code ran before."""
     source, options = parse_compile_request()
-    job = manager().submit(source, options)
+    job = manager().submit(source, options, client_id())
     return jsonify({"ok": True, "job": job.id, "key": job.key, "status": job.status,
                     "cached": job.cached}), 202
 
@@ -87,16 +63,19 @@ def job_status(job_id: str):
 
 @bp.post("/jobs/<job_id>/cancel")
 def cancel_job(job_id: str):
-    """Ask a queued or running job to stop."""
+    """Stop following a job: this handle ends as Cancelled; the run stops unless others
+    submitted the same code and still wait for it."""
     job = find_job(job_id)
-    job.cancel.set()
+    manager().cancel(job)
     return jsonify({"ok": True, "job": job.id, "status": job.status})
 
 
 @bp.get("/jobs/<job_id>/events")
 def job_events(job_id: str):
-    """Server-sent events until `done`; resumes after `Last-Event-ID` on reconnect."""
+    """Server-sent events until `done`; resumes after `Last-Event-ID` on reconnect. Refused
+    with a 429 over the open-stream caps (app/streams.py): the client then polls."""
     job = find_job(job_id)
+    slot = current_app.extensions["torchbolt.streams"].acquire(client_id())
     last = request.headers.get("Last-Event-ID", "-1")
     start = int(last) if last.lstrip("-").isdigit() else -1
 
@@ -115,8 +94,10 @@ def job_events(job_id: str):
                 if event["type"] == "done":
                     return
 
-    return Response(stream(), mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response = Response(stream(), mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response.call_on_close(slot.release)
+    return response
 
 
 def stored(key: str) -> dict:

@@ -12,22 +12,24 @@ from werkzeug.exceptions import HTTPException
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, headers: dict | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers or {}
 
 
-def _respond(status: int, message: str):
+def _respond(status: int, message: str, headers: dict | None = None):
     if request.path.startswith("/api/"):
-        return jsonify({"ok": False, "error": message, "status": status}), status
-    return render_template("error.html", status=status, message=message), status
+        return jsonify({"ok": False, "error": message, "status": status}), status, headers or {}
+    return (render_template("error.html", status=status, message=message), status,
+            headers or {})
 
 
 def register(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
-        return _respond(exc.status, exc.message)
+        return _respond(exc.status, exc.message, exc.headers)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

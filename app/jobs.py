@@ -1,8 +1,15 @@
-"""One compile job as the web layer sees it: status, the live event list, records, the result.
+"""Runs and handles: what executes once, and what each submitter holds.
+
+A *run* is one execution of one content key, shared by everyone who submitted that code: status,
+the live event list, records, the result. A *handle* is one submit: its own id (the `job` of the
+API), the client that made it, and whether that client cancelled it. Cancelling a handle detaches
+it from its run (the handle ends as failed/Cancelled at once); the run itself is cancelled by the
+manager only when no live handle is left.
 
 Events are append-only and numbered, so an SSE client that reconnects resumes where it was
 (`Last-Event-ID`). Event types: `status` (queued / running), `stage` (one per stage of a compile
-id, as its first record arrives), `done` (the last one; the client then fetches the job).
+id, as its first record arrives), `done` (the last one; the client then fetches the job). A
+detached handle's events are its run's up to the detach, then its own `done`.
 """
 
 from __future__ import annotations
@@ -15,31 +22,35 @@ from compiler_core.result import build_result
 from compiler_core.stages import RECORD_STAGE
 
 
-class Job:
-    def __init__(self, key: str, source: str, options: dict):
-        self.id = uuid.uuid4().hex[:16]
+def brief(error: dict | None) -> dict | None:
+    return error and {k: error.get(k) for k in ("type", "message", "line")}
+
+
+class Run:
+    def __init__(self, key: str, source: str, options: dict, client: str = ""):
         self.key = key
         self.source = source
         self.options = options
+        self.client = client  # whose per-client queue it waits in
         self.status = "queued"
         self.result: dict | None = None
-        self.message: str | None = None  # why a job failed without any result
+        self.message: str | None = None  # why a run failed without any result
         self.cached = False
-        self.cancel = threading.Event()
-        self.created = time.monotonic()
+        self.cancel = threading.Event()  # set when no handle wants it any more
+        self.handles: list[Handle] = []
         self.finished: float | None = None
         self.user_file: str | None = None
         self.events: list[dict] = []
         self._records: list[dict] = []
         self._stages_seen: set[tuple] = set()
         self._partial: tuple[int, dict] | None = None
-        self._changed = threading.Condition()
+        self.changed = threading.Condition()
 
-    # -- producer side (the job's runner thread)
+    # -- producer side (the run's runner thread)
     def emit(self, event: dict) -> None:
-        with self._changed:
+        with self.changed:
             self.events.append(event)
-            self._changed.notify_all()
+            self.changed.notify_all()
 
     def set_running(self, user_file: str) -> None:
         self.status, self.user_file = "running", user_file
@@ -47,7 +58,7 @@ class Job:
 
     def on_record(self, record: dict) -> None:
         """Called by the worker for every record, live."""
-        with self._changed:
+        with self.changed:
             self._records.append(record)
         stage = RECORD_STAGE.get(record["name"])
         if stage and (record["compile_id"], stage) not in self._stages_seen:
@@ -62,33 +73,90 @@ class Job:
         self.status = "failed" if error else "done"
         self.finished = time.monotonic()
         self.emit({"type": "done", "status": self.status, "key": self.key, "cached": cached,
-                   "error": error and {k: error.get(k) for k in ("type", "message", "line")}})
+                   "error": brief(error)})
 
     # -- consumer side (request threads)
     @property
     def is_finished(self) -> bool:
         return self.finished is not None
 
-    def events_after(self, index: int, timeout: float) -> list[dict]:
-        """Events numbered > index; waits up to `timeout` seconds for one when there is none."""
-        with self._changed:
-            if len(self.events) <= index + 1 and not self.is_finished:
-                self._changed.wait(timeout)
-            return self.events[index + 1:]
+    def live_handles(self) -> list[Handle]:
+        return [h for h in self.handles if not h.detached]
 
     def current_result(self) -> dict | None:
         """The result, or while running one built from the records so far (`partial: true`)."""
         if self.result is not None or self.user_file is None:
             return self.result
-        with self._changed:
+        with self.changed:
             records = list(self._records)
         if self._partial is None or self._partial[0] != len(records):
             self._partial = (len(records), {**build_result(records, self.user_file),
                                             "partial": True})
         return self._partial[1]
 
+
+class Handle:
+    """One submit of a run; its id is the API's job id (unguessable: it is what cancels)."""
+
+    def __init__(self, run: Run, client: str):
+        self.id = uuid.uuid4().hex
+        self.run = run
+        self.client = client
+        self.created = time.monotonic()
+        self.detached: float | None = None  # when its client cancelled it
+        self._cut = 0  # how many of the run's events this handle saw before it was detached
+        self._result: dict | None = None
+        self._done: dict | None = None
+        run.handles.append(self)
+
+    @property
+    def key(self) -> str:
+        return self.run.key
+
+    @property
+    def finished(self) -> float | None:
+        return self.detached or self.run.finished
+
+    @property
+    def is_finished(self) -> bool:
+        return self.finished is not None
+
+    @property
+    def cached(self) -> bool:
+        return self.run.cached and not self.detached
+
+    @property
+    def status(self) -> str:
+        return "failed" if self.detached else self.run.status
+
+    def detach(self, message: str) -> None:
+        """This client cancelled: end this handle now with what its run had so far."""
+        error = {"type": "Cancelled", "message": message, "line": None}
+        partial = self.run.current_result() or build_result([], "")
+        self._result = {**partial, "error": error}
+        self._result.pop("partial", None)  # final for this handle
+        self._done = {"type": "done", "status": "failed", "key": self.key, "cached": False,
+                      "error": brief(error)}
+        with self.run.changed:
+            self._cut, self.detached = len(self.run.events), time.monotonic()
+            self.run.changed.notify_all()
+
+    def events_after(self, index: int, timeout: float) -> list[dict]:
+        """Events numbered > index; waits up to `timeout` seconds for one when there is none."""
+        with self.run.changed:
+            if len(self.run.events) <= index + 1 and not self.is_finished:
+                self.run.changed.wait(timeout)
+            if self.detached:
+                return (self.run.events[:self._cut] + [self._done])[index + 1:]
+            return self.run.events[index + 1:]
+
+    def current_result(self) -> dict | None:
+        return self._result if self.detached else self.run.current_result()
+
     def to_json(self) -> dict:
+        run = self.run
         return {"ok": True, "job": self.id, "key": self.key, "status": self.status,
-                "cached": self.cached, "message": self.message,
+                "cached": self.cached,
+                "message": None if self.detached else run.message,
                 "elapsed_s": round((self.finished or time.monotonic()) - self.created, 3),
                 "result": self.current_result()}

@@ -1,17 +1,19 @@
-"""The job manager: a queue in front of warm `compiler_core.Worker`s, the store behind them.
+"""The job manager: a fair queue in front of warm `compiler_core.Worker`s, the store behind them.
 
-- An identical submit (same content key) joins the job already queued or running, or is answered
-  from the store at once (a cache hit), unless the stored run ended for a transient reason.
-- Each worker has one runner thread that takes jobs off the shared queue; the user's code only
-  ever runs inside the worker's forked children, never in this process.
-- Every finished result except a cancelled one is stored, so it can be shared.
+- Each submit gets its own handle (`jobs.Handle`); identical submits (same content key) share one
+  run: a new submit joins the run already queued or running, or is answered from the store at
+  once (a cache hit), unless the stored run ended for a transient reason.
+- A client (its IP address) may have `per_client` handles queued or running; runs wait in a
+  `FairQueue`, so runner threads serve clients in turn.
+- Cancelling a handle detaches it; the run is cancelled only when no live handle is left.
+- Each worker has one runner thread; the user's code only ever runs inside the worker's
+  children, never in this process. Every finished result except a cancelled one is stored.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import os
-import queue
 import shutil
 import tempfile
 import threading
@@ -21,12 +23,14 @@ from compiler_core import Options, Worker
 from compiler_core.result import RESULT_VERSION, build_result
 
 from .errors import ApiError
-from .jobs import Job
+from .fairqueue import FairQueue
+from .jobs import Handle, Run
 from .store import Store, content_key
 
 # Runs that ended this way say nothing lasting about the code: run them again on a resubmit.
 TRANSIENT_ERRORS = {"Timeout", "MemoryLimit", "Crash", "Cancelled", "WorkerDied", "ServerError"}
 MAX_QUEUED = 64
+PER_CLIENT = 2
 KEEP_JOBS_S = 3600
 PROBE_SOURCE = "# torchbolt's start-up probe: reports the environment\n"
 
@@ -40,15 +44,22 @@ def engine_version() -> str:
     return f"torch {torch}; result v{RESULT_VERSION}"
 
 
+def cancelled(message: str) -> dict:
+    return build_result([], "", {"error": {"type": "Cancelled", "message": message,
+                                           "line": None}})
+
+
 class JobManager:
-    def __init__(self, store: Store, workers: list[Worker]):
+    def __init__(self, store: Store, workers: list[Worker], per_client: int = PER_CLIENT,
+                 max_queued: int = MAX_QUEUED):
         self.store = store
         self.engine = engine_version()
         self.environment: dict = {"torch": self.engine.split(";")[0].removeprefix("torch ")}
+        self.per_client, self.max_queued = per_client, max_queued
         self._workers = workers
-        self._queue: "queue.Queue[Job]" = queue.Queue()
-        self._jobs: dict[str, Job] = {}
-        self._active: dict[str, Job] = {}  # content key -> queued or running job
+        self._queue = FairQueue()
+        self._handles: dict[str, Handle] = {}
+        self._active: dict[str, Run] = {}  # content key -> queued or running run
         self._lock = threading.Lock()
 
     def start(self) -> "JobManager":
@@ -68,45 +79,80 @@ class JobManager:
             worker.close()
 
     # -- requests
-    def submit(self, source: str, options: Options) -> Job:
+    def submit(self, source: str, options: Options, client: str) -> Handle:
         if not self._workers:
             raise ApiError(503, "this server has no compile workers (read-only mode)")
         key = content_key(source, options.to_dict(), self.engine)
         with self._lock:
             self._prune()
-            if key in self._active:
-                return self._active[key]
-            job = Job(key, source, options.to_dict())
-            stored = self.store.get(key)
-            if stored and (stored["result"].get("error") or {}).get("type") not in TRANSIENT_ERRORS:
-                job.finish(stored["result"], cached=True)
-            elif self._queue.qsize() >= MAX_QUEUED:
-                raise ApiError(503, f"the compile queue is full ({MAX_QUEUED} jobs); "
-                                    "try again in a minute")
-            else:
-                self._active[key] = job
-                job.emit({"type": "status", "status": "queued",
-                          "position": self._queue.qsize() + 1})
-                self._queue.put(job)
-            self._jobs[job.id] = job
-            return job
+            run = self._active.get(key)
+            if run is not None and run.cancel.is_set():
+                run = None  # being cancelled: start afresh
+            if run is None:
+                stored = self.store.get(key)
+                error = (stored["result"].get("error") or {}).get("type") if stored else None
+                if stored and error not in TRANSIENT_ERRORS:
+                    run = Run(key, source, options.to_dict(), client)
+                    run.finish(stored["result"], cached=True)
+                    return self._add(Handle(run, client))
+            if self.live_count(client) >= self.per_client:
+                raise ApiError(429, f"you already have {self.per_client} jobs queued or "
+                                    f"running (the limit per client is {self.per_client}); "
+                                    "wait for one to finish or cancel one")
+            if run is None:
+                if self._queue.qsize() >= self.max_queued:
+                    raise ApiError(503, f"the compile queue is full ({self.max_queued} jobs); "
+                                        "try again in a minute")
+                run = self._active[key] = Run(key, source, options.to_dict(), client)
+                run.emit({"type": "status", "status": "queued",
+                          "position": self._queue.position_for(client)})
+                self._queue.put(client, run)
+            return self._add(Handle(run, client))
 
-    def get(self, job_id: str) -> Job | None:
-        return self._jobs.get(job_id)
+    def cancel(self, handle: Handle) -> None:
+        """Detach this handle; cancel its run when no one else is waiting for it."""
+        with self._lock:
+            run = handle.run
+            if handle.is_finished:
+                return
+            others = len(run.live_handles()) - 1
+            handle.detach("cancelled" + (f"; the same code keeps running for {others} other "
+                                         f"submit{'s' * (others > 1)}" if others else ""))
+            if others:
+                return
+            run.cancel.set()
+            if self._queue.remove(run):
+                self._end(run)
+                run.finish(cancelled("cancelled before it started"))
+
+    def get(self, job_id: str) -> Handle | None:
+        return self._handles.get(job_id)
+
+    def live_count(self, client: str) -> int:
+        """This client's handles that are queued or running."""
+        return sum(1 for h in self._handles.values() if h.client == client and not h.is_finished)
 
     def result_for(self, key: str) -> dict | None:
-        """The result under a content key: a live job's (maybe partial), else the stored one."""
-        job = self._active.get(key)
-        if job is not None and job.current_result() is not None:
-            return job.current_result()
+        """The result under a content key: a live run's (maybe partial), else the stored one."""
+        run = self._active.get(key)
+        if run is not None and run.current_result() is not None:
+            return run.current_result()
         stored = self.store.get(key)
         return stored["result"] if stored else None
 
+    def _add(self, handle: Handle) -> Handle:
+        self._handles[handle.id] = handle
+        return handle
+
+    def _end(self, run: Run) -> None:
+        if self._active.get(run.key) is run:
+            del self._active[run.key]
+
     def _prune(self) -> None:
         now = time.monotonic()
-        for job_id in [j.id for j in self._jobs.values()
-                       if j.is_finished and now - j.finished > KEEP_JOBS_S]:
-            del self._jobs[job_id]
+        for job_id in [h.id for h in self._handles.values()
+                       if h.is_finished and now - h.finished > KEEP_JOBS_S]:
+            del self._handles[job_id]
 
     # -- runner threads
     def _runner(self, worker: Worker, probe: bool) -> None:
@@ -117,30 +163,29 @@ class JobManager:
             except Exception:  # the environment badge stays partial; jobs still run
                 pass
         while True:
-            job = self._queue.get()
+            run = self._queue.get()
             try:
-                self._run(worker, job)
+                self._run(worker, run)
             except Exception as exc:  # the engine failed, not the user's code: keep serving
-                job.finish(None, message=f"the compile engine failed: {type(exc).__name__}: {exc}")
+                run.finish(None, message=f"the compile engine failed: {type(exc).__name__}: {exc}")
             finally:
                 with self._lock:
-                    self._active.pop(job.key, None)
+                    self._end(run)
 
-    def _run(self, worker: Worker, job: Job) -> None:
-        if job.cancel.is_set():
-            error = {"type": "Cancelled", "message": "cancelled before it started", "line": None}
-            job.finish(build_result([], "", {"error": error}))
+    def _run(self, worker: Worker, run: Run) -> None:
+        if run.cancel.is_set():
+            run.finish(cancelled("cancelled before it started"))
             return
         folder = tempfile.mkdtemp(prefix="torchbolt-")
         try:
             user_file = os.path.join(folder, "main.py")
             with open(user_file, "w", encoding="utf-8") as fh:
-                fh.write(job.source)
-            job.set_running(user_file)
-            result = worker.run(job.source, Options.from_dict(job.options), user_file=user_file,
-                                on_record=job.on_record, cancel=job.cancel)
+                fh.write(run.source)
+            run.set_running(user_file)
+            result = worker.run(run.source, Options.from_dict(run.options), user_file=user_file,
+                                on_record=run.on_record, cancel=run.cancel)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if (result.get("error") or {}).get("type") != "Cancelled":
-            self.store.put(job.key, job.source, job.options, result)
-        job.finish(result)
+            self.store.put(run.key, run.source, run.options, result)
+        run.finish(result)
