@@ -3,8 +3,8 @@
 waitress serves requests from a fixed pool of threads and each open SSE stream holds one for as
 long as it is open. A client may hold `per_client` streams and all clients together `total`
 (the server's threads less a reserve), so ordinary requests always find a free thread. Over a
-cap the stream is refused at once with a 429 (and `Connection: close`, so a flood of refused
-requests does not pile up idle connections either); the page then polls the job instead.
+cap the stream is refused at once with a 429; the page then polls the job instead. (An idle
+connection holds no thread; `app/serving.py` lets waitress keep many of them.)
 """
 
 from __future__ import annotations
@@ -52,4 +52,4 @@ class StreamLimiter:
 
 
 def refuse(message: str) -> None:
-    raise ApiError(429, message, headers={"Retry-After": "5", "Connection": "close"})
+    raise ApiError(429, message, headers={"Retry-After": "5"})
