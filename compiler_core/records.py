@@ -54,4 +54,14 @@ class RecordTail:
             return []
         complete = chunk[: chunk.rfind(b"\n") + 1]
         self._offset += len(complete)
-        return [json.loads(line) for line in complete.decode("utf-8").splitlines()]
+        return [record for line in complete.decode("utf-8", errors="replace").splitlines()
+                if (record := _parse(line)) is not None]
+
+
+def _parse(line: str) -> dict | None:
+    """A record, or None for a line that isn't one (the job's own code can write to the file)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("name"), str) else None

@@ -1,21 +1,16 @@
-"""Warm workers: a preloaded parent (the zygote) forks one child per job.
+"""Warm workers, the supervisor side: runs in the caller's process and never imports torch.
 
-The zygote imports torch and runs one trivial CPU compile, so a job pays neither `import torch`
-nor Inductor's lazy initialisation. Each child starts its own session (process group), works in
-the job's directory with its output redirected to files, and writes records (see `records.py`).
-Where a GPU is visible, the warm-up initialises CUDA, which a forked child cannot inherit: there
-the zygote keeps a `Standby` instead, a fresh interpreter that warms up ahead of the next job
-and then runs that job itself.
+`Worker` starts one zygote (`zygote.py`) inside the sandbox (`sandbox.py`) and runs one job at a
+time on it. Per job it prepares a *slot*: a root-only host folder holding the job's output files
+(the job only ever gets their open descriptors), a control socket, and a cgroup (`cgroups.py`).
+The zygote forks the job's process into it; the job joins its cgroup before it runs any user
+code (the kernel tells us its host PID on the control socket), then isolates itself (`jail.py`).
+On a GPU machine the next slot is opened ahead, so its process has initialised CUDA before its job.
 
-The supervisor (`Worker.run`, in the caller's process) streams the records, enforces the
-wall-clock and memory limits by killing the child's whole process group, caps the output, and
-turns every way a job can end (finished, exception, timeout, memory, crash, os._exit, cancel)
-into one result with a clear `error`.
-
-Protocol on the zygote's pipes, one JSON object per line: the zygote says `{"ready": ...}`; the
-supervisor sends a job `{"id", "dir", "source", "user_file", "options"}`; the zygote answers
-`{"id", "pid"}` when the job's process has it and `{"id", "exit": returncode}` when that
-process is reaped.
+The supervisor streams the records, enforces the wall-clock, memory and CPU-time limits by
+killing the job's whole cgroup (all its processes), caps the output, and turns every way a job
+can end (finished, exception, timeout, a limit, crash, os._exit, cancel) into one result with a
+clear `error`.
 """
 
 from __future__ import annotations
@@ -23,178 +18,31 @@ from __future__ import annotations
 import json
 import os
 import queue
-import resource
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .options import OUTPUT_FILE_LIMIT, Options
-from .records import RecordTail
+from . import cgroups, sandbox
+from .options import Options
+from .records import RecordTail, read_records
 from .result import build_result
 from .stages.common import user_lines
 
-POLL_S = 0.05
+POLL_S = 0.02
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+JOBS_ROOT = os.path.join(tempfile.gettempdir(), "torchbolt-jobs")
 STARTUP_TIMEOUT_S = 300
+MEMORY_ACT_AT = 0.9  # of the limit: stop the job with its traceback before the kernel kills it
+OUTPUT_FILES = ("records.jsonl", "stdout.txt", "stderr.txt", "fault.txt")
+_serial = iter(range(1, 1 << 62))
 
-
-# ---------------------------------------------------------------- zygote side (its own process)
-
-def warm_up(compile_once: bool) -> None:
-    """Pay torch's import and, with `compile_once`, Inductor's first-compile cost before any
-    job. Without it (a Standby on a GPU machine) CUDA is initialised instead: there a first CPU
-    compile, C++ toolchain and all, took about a minute on the H200 machine, more than it saves
-    a GPU job."""
-    import torch
-    import torch._dynamo
-    import torch._inductor.config as inductor_config
-    from torch._inductor import compile_fx  # noqa: F401  (import cost is the point)
-
-    inductor_config.compile_threads = 1  # no compile-worker pool that a fork would orphan
-    inductor_config.force_disable_caches = True
-    if compile_once:
-        torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
-        torch._dynamo.reset()
-    else:
-        import triton  # noqa: F401
-        torch.cuda.init()
-
-
-def _redirect(fd: int, path: str) -> None:
-    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(target, fd)
-    os.close(target)
-
-
-def isolate(job: dict) -> None:
-    """In the job's own process (already its own session): work in the job's folder, with its
-    own caches, a cap on file sizes, no stdin, and output to files."""
-    os.chdir(job["dir"])
-    # Per job: the compiled kernels (and their lowering stages) of this job only.
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job["dir"], "inductor-cache")
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(job["dir"], "triton-cache")
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit raises instead
-    resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
-    stdin = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(stdin, 0)
-    _redirect(1, "stdout.txt")
-    _redirect(2, "stderr.txt")
-
-
-def child_main(job: dict, protocol_fd: int) -> None:
-    """In the forked child: its own session, isolated, then the job. Never returns."""
-    try:
-        os.close(protocol_fd)
-        os.setsid()
-        isolate(job)
-        run_isolated(job)
-    finally:
-        os._exit(0)
-
-
-def run_isolated(job: dict) -> None:
-    """In the job's own process, already isolated: run the script and write its records."""
-    sys.stdout.reconfigure(line_buffering=True)
-    sys.stderr.reconfigure(line_buffering=True)
-    import faulthandler
-    fault_file = open("fault.txt", "w")
-    faulthandler.enable(fault_file, all_threads=False)
-    faulthandler.register(signal.SIGUSR1, fault_file, all_threads=False)
-
-    import torch._dynamo
-    torch._dynamo.reset()
-    from .records import RecordWriter
-    from .runner import run_job
-    with open("records.jsonl", "w", encoding="utf-8") as stream:
-        run_job(job["source"], job["user_file"], Options.from_dict(job["options"]),
-                RecordWriter(stream))
-
-
-def needs_fresh_process() -> bool:
-    """Fork only where no GPU is visible (NVML check: it does not initialise CUDA)."""
-    import torch
-    return os.environ.get("TORCHBOLT_FRESH_PROCESS") == "1" or torch.cuda.is_available()
-
-
-class Standby:
-    """A fresh interpreter, started ahead of the next job, that warms up and then runs that
-    job itself (`standby_main`): the GPU machines' way to give jobs a warm process, since a
-    forked child cannot inherit the CUDA state the warm-up creates."""
-
-    def __init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen([sys.executable, "-m", "compiler_core.worker", "--standby"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=env, cwd=PACKAGE_ROOT, start_new_session=True)
-
-    def take(self, job: dict) -> subprocess.Popen:
-        """Wait for the warm-up to end, then hand the job over; the process runs it (or has
-        died, and its exit code tells the supervisor)."""
-        for line in self.proc.stdout:
-            if line == "ready\n":
-                self.proc.stdin.write(json.dumps(job) + "\n")
-                self.proc.stdin.close()
-                break
-        return self.proc
-
-
-def standby_main() -> None:
-    try:
-        import torch
-        warm_up(compile_once=not torch.cuda.is_available())
-        print("ready", flush=True)
-        line = sys.stdin.readline()
-        if line:  # empty: the zygote went away before handing over a job
-            job = json.loads(line)
-            isolate(job)
-            run_isolated(job)
-    finally:
-        os._exit(0)
-
-
-def zygote_main() -> None:
-    protocol = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # anything torch prints goes to stderr, never into the protocol
-    started = time.monotonic()
-    fresh = needs_fresh_process()
-    standby = Standby() if fresh else None
-    if not fresh:
-        warm_up(compile_once=True)
-    lock = threading.Lock()
-
-    def send(message: dict) -> None:
-        with lock:
-            protocol.write(json.dumps(message) + "\n")
-
-    def reap(job_id: str, wait) -> None:
-        send({"id": job_id, "exit": wait()})
-
-    def waitpid(pid: int):
-        return lambda: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-
-    send({"ready": True, "warm_s": round(time.monotonic() - started, 2), "pid": os.getpid(),
-          "fresh_process_per_job": fresh})
-    for line in sys.stdin:
-        job = json.loads(line)
-        if fresh:
-            proc, standby = standby.take(job), Standby()  # the next one warms up meanwhile
-            pid, wait = proc.pid, proc.wait
-        else:
-            pid = os.fork()
-            if pid == 0:
-                child_main(job, protocol.fileno())
-            wait = waitpid(pid)
-        send({"id": job["id"], "pid": pid})
-        threading.Thread(target=reap, args=(job["id"], wait), daemon=True).start()
-
-
-# ------------------------------------------------------------ supervisor side (caller's process)
 
 class WorkerError(RuntimeError):
     """The worker itself (not the user's script) failed."""
@@ -204,9 +52,8 @@ class WorkerError(RuntimeError):
 class JobOutcome:
     """What the supervisor observed about how a job ended."""
     returncode: int | None = None
-    killed_for: str | None = None  # "timeout", "memory", "cancelled"
-    peak_rss_mb: float = 0.0
-    events: "queue.Queue[dict]" = field(default_factory=queue.Queue)
+    killed_for: str | None = None  # "timeout", "memory", "cpu", "cancelled", "worker"
+    peak_memory_mb: float = 0.0
 
 
 def _rss_mb(pid: int) -> float:
@@ -234,157 +81,288 @@ def read_capped(path: str, limit: int) -> str:
     return text
 
 
-class Worker:
-    """One warm zygote; `run` executes one job at a time on it."""
+class Slot:
+    """The supervisor's side of one job process."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str, sandboxed: bool, group_layout: str | None):
+        self.name = name
+        self.host_dir = os.path.join(JOBS_ROOT, name)
+        os.makedirs(self.host_dir, mode=0o700)
+        self.job_dir = sandbox.JOB_DIR if sandboxed else os.path.join(self.host_dir, "job")
+        if not sandboxed:
+            os.mkdir(self.job_dir)
+        self.group = cgroups.JobGroup(name, group_layout) if group_layout else None
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.control.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.their_fds = [theirs.detach()] + [
+            os.open(self.path(name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            for name in OUTPUT_FILES]
+        self.pid: int | None = None  # the job process's host PID, once it joined
+        self.events: "queue.Queue[tuple]" = queue.Queue()
+        threading.Thread(target=self._serve_control, daemon=True).start()
+
+    def path(self, file: str) -> str:
+        return os.path.join(self.host_dir, file)
+
+    def spec(self, disk_mb: int, sandboxed: bool) -> dict:
+        return {"slot": self.name, "sandboxed": sandboxed, "disk_mb": disk_mb,
+                "job_dir": self.job_dir}
+
+    def handed_over(self) -> None:
+        for fd in self.their_fds:
+            os.close(fd)
+        self.their_fds = []
+
+    def _serve_control(self) -> None:
+        """`join`: put the process in the job's cgroup, then `go`; later `ready`, `started`."""
+        try:
+            data, ancillary, _, _ = self.control.recvmsg(64, socket.CMSG_SPACE(12))
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                    self.pid = struct.unpack("iII", payload[:12])[0]
+            if data != b"join" or self.pid is None:
+                return
+            if self.group:
+                self.group.add(self.pid)
+            self.control.send(b"go")
+            while message := self.control.recv(64):
+                self.events.put((message.decode(),))
+        except OSError:
+            pass
+
+    def send_job(self, job: dict, source_path: str) -> None:
+        fd = os.open(source_path, os.O_RDONLY)
+        try:
+            socket.send_fds(self.control, [json.dumps(job).encode()], [fd])
+        finally:
+            os.close(fd)
+
+    def kill(self, dump_traceback: bool, sandboxed: bool) -> None:
+        if self.pid is None:
+            return
+        try:
+            if dump_traceback:  # faulthandler writes where the script was, for the message
+                os.kill(self.pid, signal.SIGUSR1)
+                time.sleep(0.2)
+            # Sandboxed, the job is PID 1 of its namespace: its death ends every process in it.
+            os.kill(self.pid, signal.SIGKILL) if sandboxed else os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.group:
+            self.group.kill_all()
+
+    def close(self, sandboxed: bool) -> None:
+        self.kill(dump_traceback=False, sandboxed=sandboxed)
+        self.handed_over()
+        self.control.close()
+        if self.group:
+            self.group.remove()
+        shutil.rmtree(self.host_dir, ignore_errors=True)
+
+
+def remove_stale_jobs(group_layout: str | None) -> None:
+    """Start-up: job folders and cgroups left by servers that died."""
+    for name in os.listdir(JOBS_ROOT) if os.path.isdir(JOBS_ROOT) else []:
+        owner = name.split("-", 1)[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not cgroups.alive(int(owner)):
+            shutil.rmtree(os.path.join(JOBS_ROOT, name), ignore_errors=True)
+    if group_layout:
+        cgroups.remove_stale(group_layout)
+
+
+class Worker:
+    """One warm zygote; `run` executes one job at a time on it.
+
+    `sandbox`: None runs jobs in the sandbox where `sandbox.check()` says it works (else
+    unsandboxed), True requires it (WorkerError when missing), False never uses it."""
+
+    def __init__(self, sandbox: bool | None = None) -> None:
+        self.requested_sandbox = sandbox
+        self.sandboxed = False
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
-        self._jobs: dict[str, JobOutcome] = {}
+        self._sock: socket.socket | None = None
+        self._slots: dict[str, Slot] = {}
         self._ready = threading.Event()
+        self._standby: Slot | None = None
+        self.fresh_process_per_job = False
         self.warm_s: float | None = None
-        self._counter = 0
+        self._name = f"{os.getpid()}-w{next(_serial)}"
+        self._group_layout: str | None = None
 
     # -- zygote lifecycle
     def start(self) -> "Worker":
         if self._proc is not None and self._proc.poll() is None:
             return self
+        check = sandbox.check()
+        if self.requested_sandbox and not check.ok:
+            raise WorkerError(f"the sandbox is not available: {check.reason}")
+        self.sandboxed = check.ok if self.requested_sandbox is None else self.requested_sandbox
+        self._group_layout = check.cgroups
+        os.makedirs(JOBS_ROOT, mode=0o711, exist_ok=True)
+        remove_stale_jobs(self._group_layout)
         self._ready.clear()
-        env = {**os.environ, "PYTORCH_NVML_BASED_CUDA_CHECK": "1", "PYTHONUNBUFFERED": "1"}
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "compiler_core.worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1, env=env,
-            cwd=PACKAGE_ROOT,
-            start_new_session=True)
-        threading.Thread(target=self._read_protocol, args=(self._proc,), daemon=True).start()
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {**sandbox.environment(), "TORCHBOLT_PROTOCOL_FD": str(theirs.fileno())}
+        command = [sys.executable, "-m", "compiler_core.zygote"]
+        if self.sandboxed:
+            command = sandbox.bwrap_command(command, env)
+        else:
+            env["PYTHONPATH"] = PACKAGE_ROOT
+        log = open(os.path.join(JOBS_ROOT, f"{self._name}.log"), "w")
+        self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                      env=env, cwd="/", pass_fds=[theirs.fileno()],
+                                      start_new_session=True)
+        log.close()
+        theirs.close()
+        threading.Thread(target=self._read_protocol, args=(self._sock,), daemon=True).start()
         return self
 
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> float:
         if not self._ready.wait(timeout):
-            raise WorkerError(f"the worker did not start within {timeout:.0f} s")
+            raise WorkerError(f"the worker did not start within {timeout:.0f} s "
+                              f"(log: {os.path.join(JOBS_ROOT, self._name + '.log')})")
         return self.warm_s or 0.0
 
     def close(self) -> None:
+        for slot in list(self._slots.values()):
+            slot.close(self.sandboxed)
         if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
+            self._proc.kill()  # bwrap's --die-with-parent chain takes the zygote with it
             self._proc.wait()
+        if self._sock is not None:
+            self._sock.close()
 
-    def _read_protocol(self, proc: subprocess.Popen) -> None:
-        for line in proc.stdout:
-            message = json.loads(line)
-            if message.get("ready"):
-                self.warm_s = message["warm_s"]
-                self._ready.set()
-            elif message.get("id") in self._jobs:
-                self._jobs[message["id"]].events.put(message)
+    def _read_protocol(self, sock: socket.socket) -> None:
+        try:
+            while data := sock.recv(1 << 16):
+                message = json.loads(data)
+                if message.get("ready"):
+                    self.warm_s = message["warm_s"]
+                    self.fresh_process_per_job = message["fresh_process_per_job"]
+                    self._ready.set()
+                elif message.get("slot") in self._slots:
+                    self._slots[message["slot"]].events.put(("exit", message["exit"]))
+        except OSError:
+            pass
         self._ready.clear()
-        for outcome in self._jobs.values():  # the zygote died: unblock anyone waiting
-            outcome.events.put({"zygote_died": True})
+        for slot in list(self._slots.values()):  # the zygote died: unblock anyone waiting
+            slot.events.put(("zygote_died",))
+
+    def _open_slot(self, disk_mb: int) -> Slot:
+        slot = Slot(f"{self._name}-{next(_serial)}", self.sandboxed, self._group_layout)
+        self._slots[slot.name] = slot
+        socket.send_fds(self._sock, [json.dumps(slot.spec(disk_mb, self.sandboxed)).encode()],
+                        slot.their_fds)
+        slot.handed_over()
+        return slot
 
     # -- jobs
     def run(self, source: str, options: Options | None = None, user_file: str | None = None,
             on_record=None, cancel: threading.Event | None = None) -> dict:
-        """Run a script to its end and return the result; `on_record(record)` streams records."""
+        """Run a script to its end and return the result; `on_record(record)` streams records.
+        `user_file` names the script (its base name is kept); it is never read."""
         options = options or Options()
         with self._lock:
             self.start().wait_ready()
-            job_dir = tempfile.mkdtemp(prefix="torchbolt-job-")
+            slot, self._standby = self._standby, None
+            if slot is None or slot.name not in self._slots:
+                slot = self._open_slot(options.disk_mb)
+            if self.fresh_process_per_job:  # the next job's process warms up meanwhile
+                self._standby = self._open_slot(options.disk_mb)
             try:
-                return self._run_in(job_dir, source, options, user_file, on_record, cancel)
+                return self._run_in(slot, source, options, user_file, on_record, cancel)
             finally:
-                shutil.rmtree(job_dir, ignore_errors=True)
+                del self._slots[slot.name]
+                slot.close(self.sandboxed)
 
-    def _run_in(self, job_dir, source, options, user_file, on_record, cancel) -> dict:
-        if user_file is None:
-            user_file = os.path.join(job_dir, "main.py")
-            with open(user_file, "w", encoding="utf-8") as fh:
-                fh.write(source)
-        self._counter += 1
-        job_id = f"job{self._counter}"
-        outcome = self._jobs[job_id] = JobOutcome()
-        started = time.monotonic()
-        self._proc.stdin.write(json.dumps({"id": job_id, "dir": job_dir, "source": source,
-                                           "user_file": user_file,
-                                           "options": options.to_dict()}) + "\n")
-        self._proc.stdin.flush()
-        try:
-            pid = self._supervise(outcome, job_dir, options, on_record, cancel, started)
-        finally:
-            del self._jobs[job_id]
-        if pid is not None:
-            try:
-                os.killpg(pid, signal.SIGKILL)  # anything the script left running
-            except (ProcessLookupError, PermissionError):
-                pass
-        return self._result(job_dir, user_file, options, outcome, time.monotonic() - started)
+    def _run_in(self, slot: Slot, source, options, user_file, on_record, cancel) -> dict:
+        inner_file = os.path.join(slot.job_dir, os.path.basename(user_file or "main.py"))
+        with open(slot.path("source.py"), "w", encoding="utf-8") as fh:
+            fh.write(source)
+        if slot.group:
+            slot.group.set_limits(options.memory_mb << 20, options.pids)
+        outcome = JobOutcome()
+        started = self._supervise(slot, options, on_record, cancel, outcome,
+                                  {"user_file": inner_file, "options": options.to_dict()})
+        slot.kill(dump_traceback=False, sandboxed=self.sandboxed)  # anything left running
+        return self._result(slot, inner_file, options, outcome,
+                            time.monotonic() - (started or time.monotonic()))
 
-    def _supervise(self, outcome, job_dir, options, on_record, cancel, started) -> int | None:
-        tail = RecordTail(os.path.join(job_dir, "records.jsonl"))
-        pid = None
+    def _supervise(self, slot, options, on_record, cancel, outcome, job) -> float | None:
+        tail = RecordTail(slot.path("records.jsonl"))
+        waiting_since, started = time.monotonic(), None
         while True:
-            while not outcome.events.empty():
-                message = outcome.events.get()
-                if message.get("zygote_died"):
+            while not slot.events.empty():
+                event = slot.events.get()
+                if event[0] == "ready":
+                    slot.send_job(job, slot.path("source.py"))
+                elif event[0] == "started":
+                    started = time.monotonic()
+                elif event[0] == "exit":
+                    outcome.returncode = event[1]
+                elif event[0] == "zygote_died":
                     outcome.killed_for = outcome.killed_for or "worker"
-                    return pid
-                if "pid" in message:  # the job starts now (a Standby may still have been
-                    pid, started = message["pid"], time.monotonic()  # warming up): limits too
-                if "exit" in message:
-                    outcome.returncode = message["exit"]
+                    return started
             for record in tail.new_records():
                 if on_record:
                     on_record(record)
             if outcome.returncode is not None:
-                return pid
-            if pid is not None and outcome.killed_for is None:
-                outcome.peak_rss_mb = max(outcome.peak_rss_mb, _rss_mb(pid))
-                reason = self._limit_hit(outcome, options, cancel, started)
+                return started
+            if outcome.killed_for is None:
+                reason = self._limit_hit(slot, options, cancel, started, waiting_since, outcome)
                 if reason:
                     outcome.killed_for = reason
-                    self._kill(pid, dump_traceback=reason != "cancelled")
+                    slot.kill(dump_traceback=reason not in ("cancelled", "worker"),
+                              sandboxed=self.sandboxed)
+                    if slot.pid is None:
+                        return started
             time.sleep(POLL_S)
 
     @staticmethod
-    def _limit_hit(outcome, options, cancel, started) -> str | None:
+    def _limit_hit(slot, options, cancel, started, waiting_since, outcome) -> str | None:
         if cancel is not None and cancel.is_set():
             return "cancelled"
+        if started is None:
+            return "worker" if time.monotonic() - waiting_since > STARTUP_TIMEOUT_S else None
         if time.monotonic() - started > options.timeout:
             return "timeout"
-        if outcome.peak_rss_mb > options.memory_mb:
-            return "memory"
+        if slot.group:
+            used = slot.group.memory_bytes() / 2**20
+            outcome.peak_memory_mb = max(outcome.peak_memory_mb, used)
+            if used > MEMORY_ACT_AT * options.memory_mb or slot.group.oom_killed():
+                return "memory"
+            if slot.group.cpu_seconds() > options.cpu_s:
+                return "cpu"
+        elif slot.pid is not None:
+            outcome.peak_memory_mb = max(outcome.peak_memory_mb, _rss_mb(slot.pid))
+            if outcome.peak_memory_mb > options.memory_mb:
+                return "memory"
         return None
 
-    @staticmethod
-    def _kill(pid: int, dump_traceback: bool) -> None:
-        try:
-            if dump_traceback:  # faulthandler writes where the script was, for the message
-                os.kill(pid, signal.SIGUSR1)
-                time.sleep(0.2)
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def _result(self, job_dir, user_file, options, outcome, duration) -> dict:
-        from .records import read_records
-        records = read_records(os.path.join(job_dir, "records.jsonl"))
+    def _result(self, slot, user_file, options, outcome, duration) -> dict:
+        records = read_records(slot.path("records.jsonl"))
         finished = any(r["name"] == "run_end" for r in records)
+        if slot.group and slot.group.oom_killed():
+            outcome.killed_for = "memory"
         run = {
             "options": options.to_dict(),
-            "stdout": read_capped(os.path.join(job_dir, "stdout.txt"), options.output_limit),
-            "stderr": read_capped(os.path.join(job_dir, "stderr.txt"), options.output_limit),
+            "stdout": read_capped(slot.path("stdout.txt"), options.output_limit),
+            "stderr": read_capped(slot.path("stderr.txt"), options.output_limit),
             "duration_s": round(duration, 3),
-            "error": None if finished else abnormal_end(job_dir, user_file, options, outcome),
+            "error": None if finished else abnormal_end(slot, user_file, options, outcome),
         }
-        return build_result(records, user_file, run)
+        result = build_result(records, user_file, run)
+        if result["error"] and slot.group and slot.group.pids_refused():
+            result["error"].update(type="ProcessLimit", message=(
+                f"the script tried to run more than {options.pids} processes and threads at "
+                f"once (the job's limit): {result['error']['message']}"))
+        return result
 
 
-def abnormal_end(job_dir: str, user_file: str, options: Options, outcome: JobOutcome) -> dict:
+def abnormal_end(slot: Slot, user_file: str, options: Options, outcome: JobOutcome) -> dict:
     """The error for a job that ended without its `run_end` record."""
-    try:
-        with open(os.path.join(job_dir, "fault.txt"), encoding="utf-8", errors="replace") as fh:
-            fault = fh.read()
-    except OSError:
-        fault = ""
+    fault = read_capped(slot.path("fault.txt"), 1 << 20)
     lines = user_lines(fault, user_file)  # faulthandler lists the innermost frame first
     line = lines[0] if lines else None
     where = f" while running line {line}" if line else ""
@@ -393,7 +371,10 @@ def abnormal_end(job_dir: str, user_file: str, options: Options, outcome: JobOut
         kind, message = "Timeout", f"the script ran longer than the {options.timeout:g} s limit{where}"
     elif outcome.killed_for == "memory":
         kind, message = "MemoryLimit", (f"the script used more than the {options.memory_mb} MB "
-                                        f"memory limit{where}")
+                                        f"memory limit (all its processes together){where}")
+    elif outcome.killed_for == "cpu":
+        kind, message = "CpuLimit", (f"the script used more than the {options.cpu_s:g} s "
+                                     f"CPU-time limit (all its processes together){where}")
     elif outcome.killed_for == "cancelled":
         kind, message = "Cancelled", "the job was cancelled"
     elif outcome.killed_for == "worker":
@@ -405,9 +386,3 @@ def abnormal_end(job_dir: str, user_file: str, options: Options, outcome: JobOut
         kind, message = "Exited", (f"the script ended the worker process with exit code {code} "
                                    "(os._exit?) before it finished")
     return {"type": kind, "message": message, "line": line, "traceback": fault[-4000:]}
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--standby"]:
-        standby_main()
-    zygote_main()

@@ -1,0 +1,150 @@
+"""The sandbox every job runs in: bubblewrap for the warm zygote, kernel namespaces per job.
+
+Caller side (never imports torch). The zygote starts under `bwrap` as the unprivileged `nobody`
+(uid 65534, on the host too when the server runs as root) in its own PID, network, IPC
+and UTS namespaces, with an environment built from an allow-list. Its file system is a fresh
+tmpfs root with only these mounted, read-only: the system directories, the Python installation
+and its site-packages, and the engine package itself (`/opt/torchbolt/compiler_core`). The data
+dir, the rest of the project, job folders and anything else of the server are not mounted at all.
+Each job then forks from the zygote into namespaces of its own (`jail.py`): a PID namespace whose
+init is the job (so nothing the job starts outlives it), a mount namespace with a private,
+size-limited tmpfs for its folder, `/tmp` and `/dev/shm`, and no network at all.
+
+`check()` probes once whether this kernel and machine can do all that, and says why not.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import importlib.util
+import os
+import shutil
+import site
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from . import cgroups
+
+NOBODY = 65534
+ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
+ENGINE_MOUNT = "/opt/torchbolt"
+JOB_DIR = "/job"  # the job's own tmpfs, mounted per job by jail.py
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/sys")
+PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME",
+              "TRITON_PTXAS_PATH", "TORCHBOLT_FRESH_PROCESS")
+
+
+@dataclass(frozen=True)
+class SandboxCheck:
+    ok: bool
+    reason: str  # why not, or what the sandbox is made of
+    cgroups: str | None  # "v1", "v2" or None (limits then fall back, see `cgroups.why_not`)
+
+
+def _python_dirs() -> list[str]:
+    """Where the interpreter and its packages live (a venv or conda prefix included)."""
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
+    for name in ("torch", "triton"):
+        spec = importlib.util.find_spec(name)  # finds without importing
+        if spec and spec.origin:
+            dirs.add(os.path.dirname(os.path.dirname(spec.origin)))
+    return sorted(d for d in dirs if os.path.isdir(d))
+
+
+def _parents_to_open(paths: list[str]) -> list[str]:
+    """Folders above the mounts that bwrap would otherwise create with the host's mode."""
+    parents = set()
+    for path in paths:
+        parent = os.path.dirname(path)
+        while parent != "/" and not any(parent == d or parent.startswith(d + "/")
+                                        for d in SYSTEM_DIRS):
+            parents.add(parent)
+            parent = os.path.dirname(parent)
+    return sorted(parents)
+
+
+def environment() -> dict[str, str]:
+    """The job's whole environment: fixed values plus a short pass-through list, nothing else."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": JOB_DIR, "TMPDIR": "/tmp",
+           "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTORCH_NVML_BASED_CUDA_CHECK": "1", "USER": "nobody", "LOGNAME": "nobody"}
+    env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
+    return env
+
+
+def _view_args() -> list[str]:
+    """The file system jobs see: an allow-list of read-only mounts on a fresh tmpfs root."""
+    python_dirs = _python_dirs()
+    args = ["--clearenv", "--dev", "/dev", "--dir", "/tmp", "--dir", JOB_DIR]
+    for parent in _parents_to_open([*python_dirs, f"{ENGINE_MOUNT}/compiler_core"]):
+        args += ["--perms", "0755", "--dir", parent]  # e.g. /root, so `nobody` can pass
+    for path in (*SYSTEM_DIRS, *python_dirs):
+        args += ["--ro-bind-try", path, path]
+    return args + ["--ro-bind", ENGINE_DIR, f"{ENGINE_MOUNT}/compiler_core"]
+
+
+def _namespace_args(env: dict[str, str]) -> list[str]:
+    args = ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--hostname", "torchbolt", "--uid", str(NOBODY), "--gid", str(NOBODY),
+            "--die-with-parent", "--new-session", "--clearenv", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    for device in sorted(glob.glob("/dev/nvidia*")):  # GPUs (CUDA ran inside this on the H200)
+        args += ["--dev-bind", device, device]
+    for key, value in {**env, "PYTHONPATH": ENGINE_MOUNT}.items():
+        args += ["--setenv", key, value]
+    return args
+
+
+def bwrap_command(command: list[str], env: dict[str, str]) -> list[str]:
+    """The zygote's sandbox: bwrap in a user namespace of its own (as on any machine with
+    unprivileged user namespaces) over the allow-listed file system.
+
+    As root (the dev, CI and GPU machines), two layers: Python may live under /root, which
+    `nobody` can't enter, so an outer bwrap builds the allow-listed view as root, with the host's
+    /proc under it (a job's own /proc mount needs one fully visible /proc in its namespace, and
+    bwrap's own /proc, as root, has covered subfolders), keeps only CAP_SETUID/CAP_SETGID, and
+    `setpriv` drops to uid 65534 with no capabilities before the inner bwrap starts. The inner
+    one covers /proc with its own, so no job ever sees the host's."""
+    bwrap = shutil.which("bwrap") or "bwrap"
+    if os.getuid() != 0:
+        return [bwrap, *_view_args(), *_namespace_args(env), *command]
+    outer = [bwrap, "--die-with-parent", *_view_args(), "--bind", "/proc", "/proc",
+             "--cap-add", "CAP_SETUID,CAP_SETGID", "--", shutil.which("setpriv") or "setpriv",
+             f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
+             "--bounding-set=-all"]
+    return [*outer, bwrap, "--ro-bind", "/", "/", *_namespace_args(env), *command]
+
+
+@functools.lru_cache(maxsize=1)
+def check() -> SandboxCheck:
+    """Can jobs be sandboxed here? Runs the zygote's own bwrap set-up once with `true`, and a
+    nested user+PID+mount namespace inside it, as each job's fork will."""
+    group_layout = cgroups.layout()
+    if not shutil.which("bwrap"):
+        return SandboxCheck(False, "bubblewrap (bwrap) is not installed: apt-get install "
+                                   "bubblewrap", group_layout)
+    probe = [sys.executable, "-c", "import sys; sys.path.insert(0, '/opt/torchbolt'); "
+             "from compiler_core import jail; jail.probe()"]
+    try:
+        done = subprocess.run(bwrap_command(probe, environment()),
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return SandboxCheck(False, f"bwrap could not start: {exc}", group_layout)
+    if done.returncode != 0:
+        detail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return SandboxCheck(False, "this kernel does not let bubblewrap create the user, PID "
+                                   f"and network namespaces jobs need: {detail}", group_layout)
+    limits = (f"cgroup {group_layout} limits" if group_layout else
+              f"no cgroup limits ({cgroups.why_not()})")
+    return SandboxCheck(True, f"bubblewrap {_bwrap_version()}, uid {NOBODY}, own PID, mount and "
+                              f"network namespaces per job, {limits}", group_layout)
+
+
+def _bwrap_version() -> str:
+    try:
+        return subprocess.run(["bwrap", "--version"], capture_output=True, text=True,
+                              timeout=5).stdout.split()[-1]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return "?"

@@ -1,0 +1,181 @@
+"""The warm zygote and the job processes it forks: the code that runs inside the sandbox.
+
+The zygote (`python -m compiler_core.zygote`, started by `worker.Worker` inside bubblewrap, see
+`sandbox.py`) imports torch and runs one trivial CPU compile, so a job pays neither `import torch`
+nor Inductor's lazy initialisation. Where a GPU is visible it warms nothing that a fork can't
+inherit (CUDA): each job process initialises CUDA itself, ahead of its job ("standby").
+
+Protocol with the supervisor, on a SOCK_SEQPACKET socket, one JSON message each:
+  supervisor -> zygote  {"slot", "sandboxed", "disk_mb", "job_dir", "warm_cuda"}
+                         with fds [control, records, stdout, stderr, fault]
+  zygote -> supervisor  {"ready", "warm_s"} once, then {"slot", "exit": code} per slot.
+Per slot, on its own `control` socket (the job never holds the zygote's socket):
+  job -> "join" (the kernel attaches its host PID; the supervisor puts it in the job's cgroup)
+  supervisor -> "go";  job -> "ready" (isolated, warm);  supervisor -> job JSON + [source fd];
+  job -> "started" (the time limit starts now), then closes `control` and runs the script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import threading
+import time
+
+from . import jail
+from .options import OUTPUT_FILE_LIMIT, Options
+
+MAX_MESSAGE = 1 << 16
+
+
+def warm_up(compile_once: bool) -> None:
+    """Pay torch's import and, with `compile_once`, Inductor's first-compile cost before any
+    job. Without it (a GPU machine) CUDA is initialised instead: there a first CPU compile,
+    C++ toolchain and all, took about a minute on the H200 machine, more than it saves a GPU job."""
+    import torch
+    import torch._dynamo
+    import torch._inductor.config as inductor_config
+    from torch._inductor import compile_fx  # noqa: F401  (import cost is the point)
+
+    inductor_config.compile_threads = 1  # no compile-worker pool that a fork would orphan
+    inductor_config.force_disable_caches = True
+    if compile_once:
+        torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
+        torch._dynamo.reset()
+    else:
+        import triton  # noqa: F401
+        torch.cuda.init()
+
+
+def needs_fresh_process() -> bool:
+    """Warm CUDA per job where a GPU is visible (NVML check: it does not initialise CUDA)."""
+    import torch
+    return os.environ.get("TORCHBOLT_FRESH_PROCESS") == "1" or torch.cuda.is_available()
+
+
+def _send(sock: socket.socket, message: dict) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def _expect(control: socket.socket, word: bytes) -> None:
+    if control.recv(64) != word:
+        os._exit(70)  # the supervisor went away or broke protocol: nothing to run
+
+
+def isolate(slot: dict, fds: list[int]) -> socket.socket:
+    """In the job process: namespaces (sandboxed) or a session of its own, the job's cgroup,
+    private files, output to the supervisor's files, then (GPU) CUDA warm-up. Returns the
+    control socket; the calling process is the job's PID 1 when sandboxed."""
+    control_fd, records, stdout, stderr, fault = fds
+    jail.die_with_parent()
+    if slot["sandboxed"]:
+        jail.enter_namespaces()
+        pid = os.fork()
+        if pid:
+            jail.mirror_exit(pid)
+        jail.die_with_parent()
+    else:
+        os.setsid()
+    control = socket.socket(fileno=control_fd)
+    control.send(b"join")
+    _expect(control, b"go")
+    if slot["sandboxed"]:
+        jail.mount_job_files(slot["job_dir"], slot["disk_mb"], slot.get("warm_dir"))
+        jail.drop_privileges()
+    os.chdir(slot["job_dir"])
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(slot["job_dir"], "inductor-cache")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(slot["job_dir"], "triton-cache")
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit raises instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    for fd, target in ((stdout, 1), (stderr, 2)):
+        os.dup2(fd, target)
+        os.close(fd)
+    slot["records_fd"], slot["fault_fd"] = records, fault
+    if slot["warm_cuda"]:
+        warm_up(compile_once=False)
+    return control
+
+
+def receive_job(control: socket.socket) -> dict:
+    control.send(b"ready")
+    data, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 1)
+    if not data:
+        os._exit(70)
+    job = json.loads(data)
+    with os.fdopen(fds[0], encoding="utf-8") as fh:
+        job["source"] = fh.read()
+    with open(job["user_file"], "w", encoding="utf-8") as fh:
+        fh.write(job["source"])
+    control.send(b"started")
+    control.close()
+    return job
+
+
+def run_job_process(job: dict, records_fd: int, fault_fd: int) -> None:
+    """Run the script, writing its records to `records_fd` (faulthandler: to `fault_fd`)."""
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.stderr.reconfigure(line_buffering=True)
+    import faulthandler
+    fault_file = os.fdopen(fault_fd, "w")
+    faulthandler.enable(fault_file, all_threads=False)
+    faulthandler.register(signal.SIGUSR1, fault_file, all_threads=False)
+
+    import torch._dynamo
+    torch._dynamo.reset()
+    from .records import RecordWriter
+    from .runner import run_job
+    with os.fdopen(records_fd, "w", encoding="utf-8") as stream:
+        run_job(job["source"], job["user_file"], Options.from_dict(job["options"]),
+                RecordWriter(stream))
+
+
+def slot_main(slot: dict, fds: list[int]) -> None:
+    """In the forked child: isolate, wait for the job, run it. Never returns."""
+    try:
+        control = isolate(slot, fds)
+        run_job_process(receive_job(control), slot["records_fd"], slot["fault_fd"])
+    finally:
+        os._exit(0)
+
+
+def zygote_main() -> None:
+    sock = socket.socket(fileno=int(os.environ.pop("TORCHBOLT_PROTOCOL_FD")))
+    os.dup2(2, 1)  # anything torch prints goes to stderr
+    started = time.monotonic()
+    fresh = needs_fresh_process()
+    if not fresh:
+        warm_up(compile_once=True)
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    warm_dir = default_cache_dir()
+    lock = threading.Lock()
+
+    def send(message: dict) -> None:
+        with lock:
+            _send(sock, message)
+
+    def reap(slot: str, pid: int) -> None:
+        send({"slot": slot, "exit": os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])})
+
+    send({"ready": True, "warm_s": round(time.monotonic() - started, 2),
+          "fresh_process_per_job": fresh})
+    while True:
+        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 5)
+        if not data:
+            return  # the supervisor closed the socket
+        slot = {**json.loads(data), "warm_cuda": fresh, "warm_dir": warm_dir}
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            slot_main(slot, fds)
+        for fd in fds:
+            os.close(fd)
+        threading.Thread(target=reap, args=(slot["slot"], pid), daemon=True).start()
+
+
+if __name__ == "__main__":
+    zygote_main()
