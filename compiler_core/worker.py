@@ -15,6 +15,7 @@ clear `error`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -165,7 +166,8 @@ def remove_stale_jobs(group_layout: str | None) -> None:
     for name in os.listdir(JOBS_ROOT) if os.path.isdir(JOBS_ROOT) else []:
         owner = name.split("-", 1)[0]
         if owner.isdigit() and int(owner) != os.getpid() and not cgroups.alive(int(owner)):
-            shutil.rmtree(os.path.join(JOBS_ROOT, name), ignore_errors=True)
+            path = os.path.join(JOBS_ROOT, name)
+            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
     if group_layout:
         cgroups.remove_stale(group_layout)
 
@@ -189,6 +191,7 @@ class Worker:
         self.warm_s: float | None = None
         self._name = f"{os.getpid()}-w{next(_serial)}"
         self._group_layout: str | None = None
+        self._log_path = os.path.join(JOBS_ROOT, f"{self._name}.log")  # the zygote's stderr
 
     # -- zygote lifecycle
     def start(self) -> "Worker":
@@ -209,7 +212,7 @@ class Worker:
             command = sandbox.bwrap_command(command, env)
         else:
             env["PYTHONPATH"] = PACKAGE_ROOT
-        log = open(os.path.join(JOBS_ROOT, f"{self._name}.log"), "w")
+        log = open(self._log_path, "w")
         self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                       env=env, cwd="/", pass_fds=[theirs.fileno()],
                                       start_new_session=True)
@@ -221,7 +224,7 @@ class Worker:
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> float:
         if not self._ready.wait(timeout):
             raise WorkerError(f"the worker did not start within {timeout:.0f} s "
-                              f"(log: {os.path.join(JOBS_ROOT, self._name + '.log')})")
+                              f"(log: {self._log_path})")
         return self.warm_s or 0.0
 
     def close(self) -> None:
@@ -232,6 +235,8 @@ class Worker:
             self._proc.wait()
         if self._sock is not None:
             self._sock.close()
+        with contextlib.suppress(OSError):
+            os.remove(self._log_path)
 
     def _read_protocol(self, sock: socket.socket) -> None:
         try:

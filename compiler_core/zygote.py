@@ -6,7 +6,7 @@ nor Inductor's lazy initialisation. Where a GPU is visible it warms nothing that
 inherit (CUDA): each job process initialises CUDA itself, ahead of its job ("standby").
 
 Protocol with the supervisor, on a SOCK_SEQPACKET socket, one JSON message each:
-  supervisor -> zygote  {"slot", "sandboxed", "disk_mb", "job_dir", "warm_cuda"}
+  supervisor -> zygote  {"slot", "sandboxed", "disk_mb", "job_dir"}
                          with fds [control, records, stdout, stderr, fault]
   zygote -> supervisor  {"ready", "warm_s"} once, then {"slot", "exit": code} per slot.
 Per slot, on its own `control` socket (the job never holds the zygote's socket):
@@ -89,6 +89,9 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
     os.chdir(slot["job_dir"])
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(slot["job_dir"], "inductor-cache")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(slot["job_dir"], "triton-cache")
+    if slot["warm_fresh"]:  # before the file-size cap: a precompiled header can pass 64 MB
+        import torch
+        warm_up(compile_once=not torch.cuda.is_available())
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit raises instead
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
@@ -96,8 +99,6 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
         os.dup2(fd, target)
         os.close(fd)
     slot["records_fd"], slot["fault_fd"] = records, fault
-    if slot["warm_cuda"]:
-        warm_up(compile_once=False)
     return control
 
 
@@ -139,6 +140,9 @@ def slot_main(slot: dict, fds: list[int]) -> None:
     try:
         control = isolate(slot, fds)
         run_job_process(receive_job(control), slot["records_fd"], slot["fault_fd"])
+    except BaseException:  # torchbolt's own failure: its traceback goes to the job's stderr
+        import traceback
+        traceback.print_exc()
     finally:
         os._exit(0)
 
@@ -151,7 +155,7 @@ def zygote_main() -> None:
     if not fresh:
         warm_up(compile_once=True)
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-    warm_dir = default_cache_dir()
+    warm_dir = None if fresh else default_cache_dir()  # what jobs may read of the warm-up
     lock = threading.Lock()
 
     def send(message: dict) -> None:
@@ -167,7 +171,7 @@ def zygote_main() -> None:
         data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 5)
         if not data:
             return  # the supervisor closed the socket
-        slot = {**json.loads(data), "warm_cuda": fresh, "warm_dir": warm_dir}
+        slot = {**json.loads(data), "warm_fresh": fresh, "warm_dir": warm_dir}
         pid = os.fork()
         if pid == 0:
             sock.close()
