@@ -81,22 +81,25 @@ def job_events(job_id: str):
 
     def stream():
         index = start
-        yield "retry: 1000\n\n"
-        while True:
-            batch = job.events_after(index, HEARTBEAT_S)
-            if not batch:
-                if job.is_finished:
-                    return
-                yield ": keep-alive\n\n"
-            for event in batch:
-                index += 1
-                yield f"id: {index}\nevent: {event['type']}\ndata: {json.dumps(event)}\n\n"
-                if event["type"] == "done":
-                    return
+        try:
+            yield "retry: 1000\n\n"
+            while True:
+                batch = job.events_after(index, HEARTBEAT_S)
+                if not batch:
+                    if job.is_finished:
+                        return
+                    yield ": keep-alive\n\n"
+                for event in batch:
+                    index += 1
+                    yield f"id: {index}\nevent: {event['type']}\ndata: {json.dumps(event)}\n\n"
+                    if event["type"] == "done":
+                        return
+        finally:
+            slot.release()
 
     response = Response(stream(), mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    response.call_on_close(slot.release)
+    response.call_on_close(slot.release)  # also when the stream never started
     return response
 
 

@@ -46,9 +46,9 @@ class StreamLimiter:
             self.open[client] += 1
             return StreamSlot(self, client)
 
-    def count(self) -> int:
+    def count(self, client: str | None = None) -> int:
         with self.lock:
-            return sum(self.open.values())
+            return sum(self.open.values()) if client is None else self.open[client]
 
 
 def refuse(message: str) -> None:

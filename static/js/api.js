@@ -12,7 +12,10 @@ async function request(method, url, body) {
   } catch {
     throw new Error(`server answered ${response.status} without JSON`);
   }
-  if (!data.ok) throw new Error(data.error || `server answered ${response.status}`);
+  if (!data.ok) {
+    throw Object.assign(new Error(data.error || `server answered ${response.status}`),
+                        { status: response.status });
+  }
   return data;
 }
 
@@ -26,18 +29,42 @@ export const api = {
     new URLSearchParams({ compile: compileId, stage, collapse })),
 };
 
-// Server-sent events of one job; returns a function that closes the stream.
-export function followJob(id, handlers) {
+// Live progress of one job: its server-sent events, or, when the server refuses the stream (a
+// 429 over its caps on open streams) or the stream is lost for good, polling GET /api/jobs/ID
+// every `pollMs`. Handlers: status and stage (events), progress (each poll's job), polling (once,
+// on falling back), done (the `done` event or the finished job), lost (the job is gone).
+// Returns a function that stops following.
+export function followJob(id, handlers, pollMs = 1000) {
+  let stopped = false;
+  let timer = null;
+  const finish = (data) => { stopped = true; source.close(); clearTimeout(timer); handlers.done?.(data); };
+  const poll = async () => {
+    timer = null;
+    let job = null;
+    try {
+      job = await api.job(id);
+    } catch (error) {
+      if (error.status === 404 || error.status === 401) {
+        stopped = true;
+        handlers.lost?.(error);
+        return;
+      }
+    }
+    if (stopped) return;
+    if (job?.status === "done" || job?.status === "failed") return finish(job);
+    if (job) handlers.progress?.(job);
+    timer = setTimeout(poll, pollMs); // also after a network blip: try again
+  };
   const source = new EventSource(`/api/jobs/${encodeURIComponent(id)}/events`);
   for (const type of ["status", "stage"]) {
     source.addEventListener(type, (e) => handlers[type]?.(JSON.parse(e.data)));
   }
-  source.addEventListener("done", (e) => {
-    source.close();
-    handlers.done?.(JSON.parse(e.data));
-  });
+  source.addEventListener("done", (e) => finish(JSON.parse(e.data)));
   source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED) handlers.lost?.();
+    // CONNECTING: the browser reconnects by itself; CLOSED: refused (429, 401 ...) for good.
+    if (stopped || source.readyState !== EventSource.CLOSED) return;
+    handlers.polling?.();
+    poll();
   };
-  return () => source.close();
+  return () => { stopped = true; source.close(); clearTimeout(timer); };
 }

@@ -85,9 +85,7 @@ function showEnvironment(env) {
 
 // ---------------------------------------------------------------- jobs
 let refreshTimer = null;
-async function refresh(jobId, final) {
-  const data = await api.job(jobId);
-  if (current?.id !== jobId) return;
+function showJob(data, final) {
   showResult(data.result, data.key);
   if (data.message) toast(data.message, 8000); // the engine failed, not the script
   if (final) {
@@ -95,6 +93,11 @@ async function refresh(jobId, final) {
     run.finish({ status: data.status, cached: data.cached, error: data.result?.error }, timing.full / 1000);
     finishJob(data.key);
   }
+}
+
+async function refresh(jobId, final) {
+  const data = await api.job(jobId);
+  if (current?.id === jobId) showJob(data, final);
 }
 
 function scheduleRefresh(jobId) {
@@ -113,6 +116,7 @@ function finishJob(key) {
 async function compile() {
   const source = editor.state.doc.toString();
   current?.stop?.();
+  if (current?.id && !current.finished) await api.cancel(current.id).catch(() => {}); // frees our slot
   for (const key of Object.keys(timing)) delete timing[key];
   timing.submit = performance.now();
   run.start();
@@ -143,8 +147,14 @@ async function compile() {
       run.stage(e);
       scheduleRefresh(jobId);
     },
+    progress: (data) => {
+      if (current?.id !== jobId) return;
+      run.status({ status: data.status });
+      showJob(data, false);
+    },
+    polling: () => toast("Live updates are busy on this server: checking the job every second instead", 4000),
     done: () => refresh(jobId, true),
-    lost: () => refresh(jobId, false).then(() => toast("Lost the event stream; refresh to see the result")),
+    lost: (error) => toast(`Lost this job: ${error.message}`, 8000),
   });
 }
 
