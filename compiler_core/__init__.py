@@ -8,6 +8,8 @@ caller side never imports torch (only the worker process does).
 """
 
 from .options import Options, OptionsError
+from .sandbox import SandboxCheck
+from .sandbox import check as sandbox_check
 from .worker import Worker, WorkerError
 
-__all__ = ["Options", "OptionsError", "Worker", "WorkerError"]
+__all__ = ["Options", "OptionsError", "SandboxCheck", "Worker", "WorkerError", "sandbox_check"]

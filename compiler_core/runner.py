@@ -75,6 +75,9 @@ def _kind_and_message(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         return "OutputLimit", (f"the script wrote more than {OUTPUT_FILE_LIMIT // 2**20} MB to "
                                "its output (or a file); the rest was dropped")
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return "DiskLimit", ("the script filled the job's disk space (its folder, /tmp and "
+                             "/dev/shm share one size limit)")
     return type(exc).__name__, str(exc).strip()[:4000]
 
 

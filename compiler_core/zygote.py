@@ -125,6 +125,9 @@ def run_job_process(job: dict, records_fd: int, fault_fd: int) -> None:
     fault_file = os.fdopen(fault_fd, "w")
     faulthandler.enable(fault_file, all_threads=False)
     faulthandler.register(signal.SIGUSR1, fault_file, all_threads=False)
+    # The same dump at the time limit without a signal, for a script that ignores SIGUSR1.
+    timeout = Options.from_dict(job["options"]).timeout
+    faulthandler.dump_traceback_later(max(0.1, timeout - 0.1), file=fault_file)
 
     import torch._dynamo
     torch._dynamo.reset()
