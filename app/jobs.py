@@ -27,11 +27,10 @@ def brief(error: dict | None) -> dict | None:
 
 
 class Run:
-    def __init__(self, key: str, source: str, options: dict, client: str = ""):
+    def __init__(self, key: str, source: str, options: dict):
         self.key = key
         self.source = source
         self.options = options
-        self.client = client  # whose per-client queue it waits in
         self.status = "queued"
         self.result: dict | None = None
         self.message: str | None = None  # why a run failed without any result

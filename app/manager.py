@@ -92,7 +92,7 @@ class JobManager:
                 stored = self.store.get(key)
                 error = (stored["result"].get("error") or {}).get("type") if stored else None
                 if stored and error not in TRANSIENT_ERRORS:
-                    run = Run(key, source, options.to_dict(), client)
+                    run = Run(key, source, options.to_dict())
                     run.finish(stored["result"], cached=True)
                     return self._add(Handle(run, client))
             if self.live_count(client) >= self.per_client:
@@ -103,7 +103,7 @@ class JobManager:
                 if self._queue.qsize() >= self.max_queued:
                     raise ApiError(503, f"the compile queue is full ({self.max_queued} jobs); "
                                         "try again in a minute")
-                run = self._active[key] = Run(key, source, options.to_dict(), client)
+                run = self._active[key] = Run(key, source, options.to_dict())
                 run.emit({"type": "status", "status": "queued",
                           "position": self._queue.position_for(client)})
                 self._queue.put(client, run)
