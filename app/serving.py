@@ -49,7 +49,7 @@ def sandbox_line(sandbox: SandboxState, unsafe: bool) -> str:
         why = "" if sandbox.ok else f"; it is not available anyway: {sandbox.reason}"
         return f"torchbolt: jobs are NOT sandboxed (--unsafe-no-sandbox{why})"
     if sandbox.ok:
-        return "torchbolt: jobs are sandboxed"
+        return "torchbolt: jobs are sandboxed" + (f" ({sandbox.reason})" if sandbox.reason else "")
     return f"torchbolt: jobs are NOT sandboxed: {sandbox.reason} (serving on loopback only)"
 
 
