@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what torchbolt needs on a fresh Debian machine (idempotent; fast when already done):
-# Debian's graphviz (graph layout) and chromium (browser tests), then the Python packages.
+# Debian's graphviz (graph layout), chromium (browser tests) and bubblewrap (the jobs' sandbox),
+# then the Python packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v dot >/dev/null || [ ! -x /usr/bin/chromium ]; then
+if ! command -v dot >/dev/null || [ ! -x /usr/bin/chromium ] || ! command -v bwrap >/dev/null \
+    || ! command -v setpriv >/dev/null; then
     sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"
     $sudo_ apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq graphviz chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq graphviz chromium bubblewrap util-linux >/dev/null
 fi
 python3 -m pip install -q -r requirements.txt

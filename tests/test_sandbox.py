@@ -18,7 +18,13 @@ CANARY = os.environ["TORCHBOLT_TEST_CANARY"]  # set in conftest.py before any wo
 SERVER_PID = os.getpid()
 OK = "import torch\nprint(torch.compile(lambda x: x + 1)(torch.ones(1)))\n"
 
-pytestmark = pytest.mark.skipif(not sandbox_check().ok, reason="no sandbox on this machine")
+
+
+def test_the_sandbox_is_available_here():
+    """The set-up script installs bubblewrap; a machine that can't sandbox must not pass CI."""
+    check = sandbox_check()
+    assert check.ok, check.reason
+    assert check.cgroups in ("v1", "v2"), "job limits need a writable cgroup hierarchy (root)"
 
 
 @pytest.fixture(scope="module")
