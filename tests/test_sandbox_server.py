@@ -1,0 +1,75 @@
+"""A server stopped mid-job (SIGTERM) or killed (SIGKILL) leaves nothing of the job behind: the real
+`python -m app` in a subprocess, an endless job in its sandbox, then no process of it after 5 s."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENDLESS = "import os, time\nif os.fork() == 0:\n    os.setsid()\nwhile True:\n    time.sleep(0.05)\n"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def processes_in_groups_of(server_pid: int) -> list[int]:
+    """Host processes in any torchbolt cgroup of this server (job groups are named after it)."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/cgroup") as fh:
+                groups = fh.read()
+        except OSError:
+            continue
+        if f"/torchbolt/{server_pid}-" in groups:
+            found.append(int(name))
+    return found
+
+
+def call(url: str, body: dict | None = None) -> dict:
+    request = urllib.request.Request(url, data=json.dumps(body).encode() if body else None,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_server_leaves_no_job_behind(tmp_path, how):
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port), "--data-dir",
+                               str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in server.stdout:
+            if "serving on" in line:
+                break
+        base = f"http://127.0.0.1:{port}"
+        job = call(f"{base}/api/compile", {"source": ENDLESS, "options": {"timeout": 60}})
+        deadline = time.monotonic() + 30
+        while not processes_in_groups_of(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert processes_in_groups_of(server.pid), call(f"{base}/api/jobs/{job['job']}")
+        time.sleep(0.5)  # the forked, setsid() child is up too
+        assert len(processes_in_groups_of(server.pid)) >= 2
+        server.send_signal(how)
+        server.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while processes_in_groups_of(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert processes_in_groups_of(server.pid) == []
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
