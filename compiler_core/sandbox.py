@@ -32,6 +32,7 @@ ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
 ENGINE_MOUNT = "/opt/torchbolt"
 JOB_DIR = "/job"  # the job's own tmpfs, mounted per job by jail.py
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/sys")
+TOOLS = ("cc", "c++", "gcc", "g++", "bwrap")
 PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME",
               "TRITON_PTXAS_PATH", "TORCHBOLT_FRESH_PROCESS")
 
@@ -53,13 +54,29 @@ def _python_dirs() -> list[str]:
     return sorted(d for d in dirs if os.path.isdir(d))
 
 
+def _under_system_dirs(path: str) -> bool:
+    return any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRS)
+
+
+def _tool_bins() -> list[str]:
+    """Folders of the tools jobs run, found on the server's PATH: the C/C++ compiler (Inductor's
+    CPU kernels, Triton's launcher) and bwrap itself; the H200 machine has gcc in /opt/gcc/bin."""
+    found = (shutil.which(tool) for tool in TOOLS)
+    return list(dict.fromkeys(os.path.dirname(os.path.realpath(p)) for p in found if p))
+
+
+def _tool_dirs() -> list[str]:
+    """What to mount for tools outside the system folders: `X/bin/gcc` mounts X."""
+    return sorted({os.path.dirname(d) if os.path.basename(d) == "bin" else d
+                   for d in _tool_bins() if not _under_system_dirs(d)})
+
+
 def _parents_to_open(paths: list[str]) -> list[str]:
     """Folders above the mounts that bwrap would otherwise create with the host's mode."""
     parents = set()
     for path in paths:
         parent = os.path.dirname(path)
-        while parent != "/" and not any(parent == d or parent.startswith(d + "/")
-                                        for d in SYSTEM_DIRS):
+        while parent != "/" and not _under_system_dirs(parent):
             parents.add(parent)
             parent = os.path.dirname(parent)
     return sorted(parents)
@@ -67,20 +84,27 @@ def _parents_to_open(paths: list[str]) -> list[str]:
 
 def environment() -> dict[str, str]:
     """The job's whole environment: fixed values plus a short pass-through list, nothing else."""
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": JOB_DIR, "TMPDIR": "/tmp",
+    path = [*_tool_bins(), os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]
+    env = {"PATH": os.pathsep.join(dict.fromkeys(path)), "HOME": JOB_DIR, "TMPDIR": "/tmp",
            "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
            "PYTORCH_NVML_BASED_CUDA_CHECK": "1", "USER": "nobody", "LOGNAME": "nobody"}
     env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
     return env
 
 
+def _gpu_devices() -> list[str]:
+    """NVIDIA's device files, in both layers (CUDA ran inside this on the H200)."""
+    return [arg for device in sorted(glob.glob("/dev/nvidia*"))
+            for arg in ("--dev-bind-try", device, device)]
+
+
 def _view_args() -> list[str]:
     """The file system jobs see: an allow-list of read-only mounts on a fresh tmpfs root."""
-    python_dirs = _python_dirs()
-    args = ["--clearenv", "--dev", "/dev", "--dir", "/tmp", "--dir", JOB_DIR]
-    for parent in _parents_to_open([*python_dirs, f"{ENGINE_MOUNT}/compiler_core"]):
+    mounts = [*_python_dirs(), *_tool_dirs()]
+    args = ["--clearenv", "--dev", "/dev", *_gpu_devices(), "--dir", "/tmp", "--dir", JOB_DIR]
+    for parent in _parents_to_open([*mounts, f"{ENGINE_MOUNT}/compiler_core"]):
         args += ["--perms", "0755", "--dir", parent]  # e.g. /root, so `nobody` can pass
-    for path in (*SYSTEM_DIRS, *python_dirs):
+    for path in (*SYSTEM_DIRS, *mounts):
         args += ["--ro-bind-try", path, path]
     return args + ["--ro-bind", ENGINE_DIR, f"{ENGINE_MOUNT}/compiler_core"]
 
@@ -89,9 +113,7 @@ def _namespace_args(env: dict[str, str]) -> list[str]:
     args = ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--hostname", "torchbolt", "--uid", str(NOBODY), "--gid", str(NOBODY),
             "--die-with-parent", "--new-session", "--clearenv", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--chdir", "/tmp"]
-    for device in sorted(glob.glob("/dev/nvidia*")):  # GPUs (CUDA ran inside this on the H200)
-        args += ["--dev-bind", device, device]
+            "--tmpfs", "/tmp", "--chdir", "/tmp", *_gpu_devices()]
     for key, value in {**env, "PYTHONPATH": ENGINE_MOUNT}.items():
         args += ["--setenv", key, value]
     return args
