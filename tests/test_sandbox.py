@@ -200,5 +200,6 @@ def test_the_job_environment_is_an_allow_list(worker):
     assert names <= {"PATH", "HOME", "TMPDIR", "LANG", "PYTHONUNBUFFERED", "USER", "LOGNAME",
                      "PYTHONDONTWRITEBYTECODE", "PYTORCH_NVML_BASED_CUDA_CHECK", "PYTHONPATH",
                      "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES",
-                     "LD_LIBRARY_PATH", "TORCHBOLT_FRESH_PROCESS"} | {
+                     "LD_LIBRARY_PATH", "TORCHBOLT_FRESH_PROCESS", "NVIDIA_VISIBLE_DEVICES",
+                     "CUDA_HOME", "TRITON_PTXAS_PATH"} | {
                          n for n in names if n.startswith(("OMP_", "KMP_", "TORCH", "_TORCH"))} | {"PWD"}
