@@ -1,0 +1,263 @@
+"""Serving benchmark: `python bench/serving_bench.py [--out bench/results/serving_cpu.json]
+[--users 50] [--hostile 5] [--repeats 5]`.
+
+(A) A meetup room: a real server in this process (`create_app` with one default, i.e. sandboxed,
+    worker behind waitress from `app.serving.make_server`, 127.0.0.1, any free port). All users
+    submit at once, each from its own source address (127.0.0.10, .11 ...), so the per-client
+    limit applies per user. Benign users send distinct small scripts (`measure: false`); hostile
+    ones send a fork bomb, a memory bomb split over forked children, an endless loop, a disk fill
+    of 63 MiB files in /tmp and a kill-every-visible-PID-then-loop, each with `timeout: 5`. Every
+    user polls GET /api/jobs/ID every 0.1 s on its keep-alive connection until done or failed.
+    Reported: benign users whose job did not end `done` with `error: null` (goal 0), each
+    hostile outcome, p50/p95/max of submit -> done for benign users, the whole storm's wall time,
+    and GET /api/status latency measured every second during the storm.
+(B) Sandbox on vs off on warm engines (no HTTP): `Worker(sandbox=True)` and `Worker(sandbox=False)`,
+    runs interleaved, `--repeats` each: submit -> first `dynamo_output_graph` record of the
+    gallery's print_graph_break (goal <= 0.3 s with the sandbox on), and the full result of
+    mlp_fusion with default `Options(device="cpu")` (goal: on/off <= 1.1x). Medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from app import create_app  # noqa: E402
+from app.serving import make_server  # noqa: E402
+from compiler_core import Options, Worker, sandbox_check  # noqa: E402
+from compiler_core.gallery import get_example  # noqa: E402
+
+POLL_S = 0.1
+FIRST_STAGE_RECORD = "dynamo_output_graph"
+OPS = ["(x * {i}).sin() + {i}", "torch.relu(x - {i}) * x.cos()", "(x + {i}).tanh() * {i}",
+       "torch.sigmoid(x * {i}) + x.exp()", "(x ** 2 + {i}).sqrt() - x"]
+BENIGN = "import torch\nx = torch.arange(8.0)\nprint(torch.compile(lambda x: {op})(x).sum().item())\n"
+# name: (script, the error type the sandbox should end it with)
+HOSTILE = {
+    "fork_bomb": ("import os\nwhile True:\n    os.fork()\n", "ProcessLimit"),
+    "memory_bomb_in_children": ("import os, time\nfor _ in range(6):\n    if os.fork() == 0:\n"
+                                "        block = bytearray(800 << 20)\n        time.sleep(60)\n"
+                                "while True:\n    time.sleep(0.01)\n", "MemoryLimit"),
+    "endless_loop": ("while True:\n    pass\n", "Timeout"),
+    "disk_fill_many_files": ("import os\nblock = os.urandom(1 << 20) * 63\nfor i in range(100):\n"
+                             "    with open(f'/tmp/fill{i}', 'wb') as fh:\n"
+                             "        fh.write(block)\n", "DiskLimit"),
+    "kill_every_visible_pid": ("import os, signal\nfor p in filter(str.isdigit, os.listdir('/proc')):"
+                               "\n    try:\n        os.kill(int(p), signal.SIGKILL)\n"
+                               "    except OSError:\n        pass\nwhile True:\n    pass\n",
+                               "Timeout"),
+}
+
+
+def median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 4) if values else None
+
+
+def percentile(values: list[float], q: int) -> float | None:
+    if len(values) < 2:
+        return median(values)
+    return round(statistics.quantiles(values, n=100, method="inclusive")[q - 1], 4)
+
+
+def request(conn: http.client.HTTPConnection, method: str, path: str, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def user_scripts(users: int, hostile: int) -> list[tuple[str, str, dict, str | None]]:
+    """(kind, source, options, expected error) per user; hostile users spread over the room."""
+    attackers = {int((k + 0.5) * users / hostile): k for k in range(hostile)} if hostile else {}
+    out, quick = [], {"device": "cpu", "measure": False}
+    for i in range(users):
+        if i in attackers:
+            name, (source, expected) = list(HOSTILE.items())[attackers[i]]
+            out.append((name, source, {**quick, "timeout": 5}, expected))
+        else:
+            out.append(("benign", BENIGN.format(op=OPS[i % len(OPS)].format(i=i + 1)), quick, None))
+    return out
+
+
+def simulate_user(i: int, port: int, script: tuple, barrier: threading.Barrier, out: dict) -> None:
+    kind, source, options, expected = script
+    record = out[i] = {"user": i, "kind": kind, "expected": expected}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600,
+                                      source_address=(f"127.0.0.{10 + i}", 0))
+    try:
+        barrier.wait()  # everyone submits at once
+        started = time.monotonic()
+        status, body = request(conn, "POST", "/api/compile", {"source": source, "options": options})
+        if status != 202:
+            record.update(status="http", error={"type": f"HTTP {status}", "message": body.get("error")})
+            return
+        while True:
+            status, body = request(conn, "GET", f"/api/jobs/{body['job']}")
+            now = time.monotonic() - started
+            if body.get("status") == "running":
+                record.setdefault("running_after_s", round(now, 3))
+            if status != 200 or body.get("status") in ("done", "failed"):
+                break
+            time.sleep(POLL_S)
+        result = body.get("result") or {}
+        error = result.get("error") or ({"type": "ServerError", "message": body.get("message")}
+                                        if body.get("status") == "failed" else None)
+        record.update(status=body.get("status"), completion_s=round(now, 3),
+                      server_elapsed_s=body.get("elapsed_s"), stdout=result.get("stdout", "")[-200:],
+                      error=error and {k: error.get(k) for k in ("type", "message", "line")})
+    except Exception as exc:  # noqa: BLE001 -- a client-side failure is a benchmark error too
+        record.update(status="client", error={"type": type(exc).__name__, "message": str(exc)})
+    finally:
+        conn.close()
+
+
+def probe_status(port: int, stop: threading.Event, latencies: list) -> None:
+    """GET /api/status once a second on a fresh connection until `stop`; None: no 200 answer."""
+    while not stop.wait(1.0):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30,
+                                          source_address=("127.0.0.250", 0))
+        started = time.monotonic()
+        try:
+            ok = request(conn, "GET", "/api/status")[0] == 200
+        except (OSError, ValueError, http.client.HTTPException):
+            ok = False
+        latencies.append(round(time.monotonic() - started, 4) if ok else None)
+        conn.close()
+
+
+def start_server(data_dir: str):
+    app = create_app({"DATA_DIR": data_dir, "WORKERS": 1})
+    manager = app.extensions["torchbolt.jobs"]
+    started = time.monotonic()
+    manager.wait_ready()
+    warm_s = round(time.monotonic() - started, 2)
+    server = make_server(app, "127.0.0.1", 0, app.config["THREADS"])
+    threading.Thread(target=server.run, daemon=True, name="waitress").start()
+    return manager, server, warm_s
+
+
+def bench_room(users: int, hostile: int) -> dict:
+    scripts = user_scripts(users, hostile)
+    with tempfile.TemporaryDirectory(prefix="torchbolt-bench-") as data_dir:
+        manager, server, warm_s = start_server(data_dir)
+        try:
+            out: dict = {}
+            barrier = threading.Barrier(users)
+            threads = [threading.Thread(target=simulate_user, args=(i, server.effective_port,
+                                                                   scripts[i], barrier, out))
+                       for i in range(users)]
+            stop, latencies = threading.Event(), []
+            prober = threading.Thread(target=probe_status, args=(server.effective_port, stop, latencies))
+            started = time.monotonic()
+            for thread in threads + [prober]:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            wall_s = round(time.monotonic() - started, 2)
+            stop.set()
+            prober.join()
+        finally:
+            server.close()
+            manager.close()
+    return summarize_room([out[i] for i in range(users)], wall_s, warm_s, latencies)
+
+
+def summarize_room(records: list[dict], wall_s: float, warm_s: float, latencies: list) -> dict:
+    benign = [r for r in records if r["kind"] == "benign"]
+    failed = [r for r in benign if r.get("status") != "done" or r.get("error")]
+    times = [r["completion_s"] for r in benign if "completion_s" in r]
+    answered = [t for t in latencies if t is not None]
+    keep = ("user", "status", "expected", "running_after_s", "completion_s", "error")
+    hostile = {r["kind"]: {**{k: r.get(k) for k in keep},
+                           "as_expected": (r.get("error") or {}).get("type") == r["expected"]}
+               for r in records if r["kind"] != "benign"}
+    return {"users": len(records), "benign_users": len(benign), "hostile_users": len(hostile),
+            "server_warm_up_s": warm_s, "storm_wall_s": wall_s,
+            "benign_errors": len(failed), "benign_error_details": failed,
+            "benign_completion_s": {"p50": percentile(times, 50), "p95": percentile(times, 95),
+                                    "max": max(times, default=None)},
+            "benign_queue_to_running_s_median": median([r["running_after_s"] for r in benign
+                                                        if "running_after_s" in r]),
+            "hostile_outcomes": hostile,
+            "status_during_storm_s": {"count": len(latencies), "unanswered": latencies.count(None),
+                                      "median": median(answered), "max": max(answered, default=None)},
+            "goal": "0 benign errors; every hostile job ends with its typed error"}
+
+
+def timed_run(worker: Worker, example) -> tuple[float, float]:
+    """(seconds to the first dynamo_output_graph record, seconds to the whole result)."""
+    started, seen = time.monotonic(), []
+
+    def on_record(record):
+        if record["name"] == FIRST_STAGE_RECORD and not seen:
+            seen.append(time.monotonic() - started)
+    result = worker.run(example.source, Options(device="cpu"), user_file=example.path,
+                        on_record=on_record)
+    assert seen and not result["error"], result["error"]
+    return seen[0], time.monotonic() - started
+
+
+def bench_sandbox(repeats: int) -> dict:
+    workers = {"on": Worker(sandbox=True).start(), "off": Worker(sandbox=False).start()}
+    warm = {side: round(w.wait_ready(), 2) for side, w in workers.items()}
+    graph_break, mlp = get_example("print_graph_break"), get_example("mlp_fusion")
+    runs: dict = {"first_stage": {"on": [], "off": []}, "full_result": {"on": [], "off": []}}
+    try:
+        for r in range(repeats):
+            for side in ("on", "off") if r % 2 == 0 else ("off", "on"):
+                runs["first_stage"][side].append(timed_run(workers[side], graph_break)[0])
+                runs["full_result"][side].append(timed_run(workers[side], mlp)[1])
+    finally:
+        for worker in workers.values():
+            worker.close()
+    med = {what: {side: median(v) for side, v in sides.items()} for what, sides in runs.items()}
+    ratio = round(med["full_result"]["on"] / med["full_result"]["off"], 3)
+    return {"worker_warm_up_s": warm,
+            "scripts": {"first_stage": graph_break.slug, "full_result": mlp.slug},
+            "first_stage_s": med["first_stage"], "full_result_s": med["full_result"],
+            "full_result_ratio_on_off": ratio,
+            "runs_s": {what: {side: [round(x, 4) for x in v] for side, v in sides.items()}
+                       for what, sides in runs.items()},
+            "goals": {"first_stage_sandbox_on_s": "<= 0.3",
+                      "first_stage_met": med["first_stage"]["on"] <= 0.3,
+                      "full_result_ratio_on_off": "<= 1.1", "full_result_met": ratio <= 1.1}}
+
+
+def machine() -> dict:
+    return {"platform": platform.platform(), "node": platform.node(), "nproc": os.cpu_count(),
+            "python": platform.python_version(), "torch": importlib.metadata.version("torch"),
+            "sandbox": sandbox_check().reason}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "serving.json"))
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--hostile", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    if not 0 <= args.hostile <= min(args.users, len(HOSTILE)) or args.users > 240:
+        parser.error(f"--hostile must be 0..{len(HOSTILE)} and at most --users (<= 240)")
+    report = {"machine": machine(), "repeats": args.repeats,
+              "a_room": bench_room(args.users, args.hostile),
+              "b_sandbox_on_vs_off": bench_sandbox(args.repeats)}
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump(report, fh, indent=2)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
