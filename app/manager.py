@@ -13,9 +13,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import os
-import shutil
-import tempfile
 import threading
 import time
 
@@ -176,16 +173,8 @@ class JobManager:
         if run.cancel.is_set():
             run.finish(cancelled("cancelled before it started"))
             return
-        folder = tempfile.mkdtemp(prefix="torchbolt-")
-        try:
-            user_file = os.path.join(folder, "main.py")
-            with open(user_file, "w", encoding="utf-8") as fh:
-                fh.write(run.source)
-            run.set_running(user_file)
-            result = worker.run(run.source, Options.from_dict(run.options), user_file=user_file,
-                                on_record=run.on_record, cancel=run.cancel)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+        result = worker.run(run.source, Options.from_dict(run.options), on_record=run.on_record,
+                            cancel=run.cancel, on_start=run.set_running)
         if (result.get("error") or {}).get("type") != "Cancelled":
             self.store.put(run.key, run.source, run.options, result)
         run.finish(result)

@@ -108,11 +108,6 @@ class JobGroup:
         text = _read(f"{self.dirs['memory']}/{name}").strip()
         return int(text) if text.isdigit() else 0
 
-    def peak_memory_bytes(self) -> int:
-        name = "memory.peak" if self.version == "v2" else "memory.max_usage_in_bytes"
-        text = _read(f"{self.dirs['memory']}/{name}").strip()
-        return int(text) if text.isdigit() else self.memory_bytes()
-
     def oom_killed(self) -> bool:
         """The kernel killed a process of the job at the memory limit."""
         name = "memory.events" if self.version == "v2" else "memory.oom_control"
@@ -156,23 +151,23 @@ class JobGroup:
                     time.sleep(0.02)
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+def is_stale(name: str) -> bool:
+    """A name `<server pid>-...` (groups, job folders, logs) whose server is gone."""
+    owner = name.split("-", 1)[0]
+    if not owner.isdigit() or int(owner) == os.getpid():
         return False
-    except PermissionError:
+    try:
+        os.kill(int(owner), 0)
+    except ProcessLookupError:
         return True
-    return True
+    except PermissionError:
+        pass
+    return False
 
 
-def remove_stale(version: str) -> int:
-    """Kill and remove the groups of servers that are gone; returns how many were removed."""
+def remove_stale(version: str) -> None:
+    """Kill and remove the groups of servers that are gone."""
     parent = f"{ROOT}/{PARENT}" if version == "v2" else f"{ROOT}/memory/{PARENT}"
-    removed = 0
     for name in os.listdir(parent) if os.path.isdir(parent) else []:
-        owner = name.split("-", 1)[0]
-        if owner.isdigit() and int(owner) != os.getpid() and not alive(int(owner)):
+        if is_stale(name):
             JobGroup(name, version).remove()
-            removed += 1
-    return removed

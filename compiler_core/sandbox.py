@@ -141,8 +141,8 @@ def bwrap_command(command: list[str], env: dict[str, str]) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def check() -> SandboxCheck:
-    """Can jobs be sandboxed here? Runs the zygote's own bwrap set-up once with `true`, and a
-    nested user+PID+mount namespace inside it, as each job's fork will."""
+    """Can jobs be sandboxed here? Runs the zygote's own bwrap set-up once with `jail.probe`,
+    which sets up a job's nested namespaces and mounts inside it, as each job's fork will."""
     group_layout = cgroups.layout()
     if not shutil.which("bwrap"):
         return SandboxCheck(False, "bubblewrap (bwrap) is not installed: apt-get install "

@@ -54,7 +54,6 @@ class JobOutcome:
     """What the supervisor observed about how a job ended."""
     returncode: int | None = None
     killed_for: str | None = None  # "timeout", "memory", "cpu", "cancelled", "worker"
-    peak_memory_mb: float = 0.0
 
 
 def _rss_mb(pid: int) -> float:
@@ -145,8 +144,10 @@ class Slot:
             if dump_traceback:  # faulthandler writes where the script was, for the message
                 os.kill(self.pid, signal.SIGUSR1)
                 time.sleep(0.2)
-            # Sandboxed, the job is PID 1 of its namespace: its death ends every process in it.
-            os.kill(self.pid, signal.SIGKILL) if sandboxed else os.killpg(self.pid, signal.SIGKILL)
+            if sandboxed:  # the job is PID 1 of its namespace: its death ends every process in it
+                os.kill(self.pid, signal.SIGKILL)
+            else:
+                os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         if self.group:
@@ -164,10 +165,12 @@ class Slot:
 def remove_stale_jobs(group_layout: str | None) -> None:
     """Start-up: job folders and cgroups left by servers that died."""
     for name in os.listdir(JOBS_ROOT) if os.path.isdir(JOBS_ROOT) else []:
-        owner = name.split("-", 1)[0]
-        if owner.isdigit() and int(owner) != os.getpid() and not cgroups.alive(int(owner)):
+        if cgroups.is_stale(name):
             path = os.path.join(JOBS_ROOT, name)
-            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.remove(path)
     if group_layout:
         cgroups.remove_stale(group_layout)
 
@@ -264,9 +267,11 @@ class Worker:
 
     # -- jobs
     def run(self, source: str, options: Options | None = None, user_file: str | None = None,
-            on_record=None, cancel: threading.Event | None = None) -> dict:
+            on_record=None, cancel: threading.Event | None = None, on_start=None) -> dict:
         """Run a script to its end and return the result; `on_record(record)` streams records.
-        `user_file` names the script (its base name is kept); it is never read."""
+        `user_file` names the script (its base name is kept); it is never read. `on_start(path)`
+        is called when the script starts, with its path as the job sees it (the result's
+        `user_file`, which partial results built from the records need)."""
         options = options or Options()
         with self._lock:
             self.start().wait_ready()
@@ -276,25 +281,27 @@ class Worker:
             if self.fresh_process_per_job:  # the next job's process warms up meanwhile
                 self._standby = self._open_slot(options.disk_mb)
             try:
-                return self._run_in(slot, source, options, user_file, on_record, cancel)
+                return self._run_in(slot, source, options, user_file,
+                                    (on_record, on_start, cancel))
             finally:
                 del self._slots[slot.name]
                 slot.close(self.sandboxed)
 
-    def _run_in(self, slot: Slot, source, options, user_file, on_record, cancel) -> dict:
+    def _run_in(self, slot: Slot, source, options, user_file, hooks) -> dict:
         inner_file = os.path.join(slot.job_dir, os.path.basename(user_file or "main.py"))
         with open(slot.path("source.py"), "w", encoding="utf-8") as fh:
             fh.write(source)
         if slot.group:
             slot.group.set_limits(options.memory_mb << 20, options.pids)
         outcome = JobOutcome()
-        started = self._supervise(slot, options, on_record, cancel, outcome,
+        started = self._supervise(slot, options, hooks, outcome,
                                   {"user_file": inner_file, "options": options.to_dict()})
         slot.kill(dump_traceback=False, sandboxed=self.sandboxed)  # anything left running
         return self._result(slot, inner_file, options, outcome,
                             time.monotonic() - (started or time.monotonic()))
 
-    def _supervise(self, slot, options, on_record, cancel, outcome, job) -> float | None:
+    def _supervise(self, slot, options, hooks, outcome, job) -> float | None:
+        on_record, on_start, cancel = hooks
         tail = RecordTail(slot.path("records.jsonl"))
         waiting_since, started = time.monotonic(), None
         while True:
@@ -304,6 +311,8 @@ class Worker:
                     slot.send_job(job, slot.path("source.py"))
                 elif event[0] == "started":
                     started = time.monotonic()
+                    if on_start:
+                        on_start(job["user_file"])
                 elif event[0] == "exit":
                     outcome.returncode = event[1]
                 elif event[0] == "zygote_died":
@@ -315,7 +324,7 @@ class Worker:
             if outcome.returncode is not None:
                 return started
             if outcome.killed_for is None:
-                reason = self._limit_hit(slot, options, cancel, started, waiting_since, outcome)
+                reason = self._limit_hit(slot, options, cancel, started, waiting_since)
                 if reason:
                     outcome.killed_for = reason
                     slot.kill(dump_traceback=reason not in ("cancelled", "worker"),
@@ -325,7 +334,7 @@ class Worker:
             time.sleep(POLL_S)
 
     @staticmethod
-    def _limit_hit(slot, options, cancel, started, waiting_since, outcome) -> str | None:
+    def _limit_hit(slot, options, cancel, started, waiting_since) -> str | None:
         if cancel is not None and cancel.is_set():
             return "cancelled"
         if started is None:
@@ -333,16 +342,13 @@ class Worker:
         if time.monotonic() - started > options.timeout:
             return "timeout"
         if slot.group:
-            used = slot.group.memory_bytes() / 2**20
-            outcome.peak_memory_mb = max(outcome.peak_memory_mb, used)
-            if used > MEMORY_ACT_AT * options.memory_mb or slot.group.oom_killed():
+            used_mb = slot.group.memory_bytes() / 2**20
+            if used_mb > MEMORY_ACT_AT * options.memory_mb or slot.group.oom_killed():
                 return "memory"
             if slot.group.cpu_seconds() > options.cpu_s:
                 return "cpu"
-        elif slot.pid is not None:
-            outcome.peak_memory_mb = max(outcome.peak_memory_mb, _rss_mb(slot.pid))
-            if outcome.peak_memory_mb > options.memory_mb:
-                return "memory"
+        elif slot.pid is not None and _rss_mb(slot.pid) > options.memory_mb:
+            return "memory"
         return None
 
     def _result(self, slot, user_file, options, outcome, duration) -> dict:

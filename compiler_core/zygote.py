@@ -126,16 +126,15 @@ def run_job_process(job: dict, records_fd: int, fault_fd: int) -> None:
     faulthandler.enable(fault_file, all_threads=False)
     faulthandler.register(signal.SIGUSR1, fault_file, all_threads=False)
     # The same dump at the time limit without a signal, for a script that ignores SIGUSR1.
-    timeout = Options.from_dict(job["options"]).timeout
-    faulthandler.dump_traceback_later(max(0.1, timeout - 0.1), file=fault_file)
+    options = Options.from_dict(job["options"])
+    faulthandler.dump_traceback_later(max(0.1, options.timeout - 0.1), file=fault_file)
 
     import torch._dynamo
     torch._dynamo.reset()
     from .records import RecordWriter
     from .runner import run_job
     with os.fdopen(records_fd, "w", encoding="utf-8") as stream:
-        run_job(job["source"], job["user_file"], Options.from_dict(job["options"]),
-                RecordWriter(stream))
+        run_job(job["source"], job["user_file"], options, RecordWriter(stream))
 
 
 def slot_main(slot: dict, fds: list[int]) -> None:
