@@ -9,6 +9,7 @@ import pytest
 
 from app import create_app
 from compiler_core.gallery import get_example
+from compiler_core.result import build_result
 
 from test_app_fixtures import wait_for_job
 
@@ -231,3 +232,15 @@ def test_static_assets_are_vendored_and_gzipped(client):
     for path in ("/static/vendor/codemirror.js", "/static/vendor/plotly.min.js", "/static/js/main.js"):
         response = client.get(path, headers={"Accept-Encoding": "gzip"})
         assert response.status_code == 200 and response.headers["Content-Encoding"] == "gzip", path
+
+
+def test_partial_results_name_the_script_as_the_job_sees_it(app, compiled):
+    """Results built from the records while a job runs map lines by the script's path inside
+    the job (the worker reports it when the script starts), the same path as the final result."""
+    job = compiled(TINY)
+    run = app.extensions["torchbolt.jobs"].get(job["job"]).run
+    assert run.user_file == job["result"]["user_file"]
+    partial = build_result(list(run._records), run.user_file)
+    final_lines = [c["stages"]["dynamo_graph"]["src_lines"] for c in job["result"]["compiles"]]
+    assert [c["stages"]["dynamo_graph"]["src_lines"] for c in partial["compiles"]] == final_lines
+    assert any(line for lines in final_lines for line in lines)
