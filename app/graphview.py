@@ -7,7 +7,7 @@ otherwise: `collapse` is "auto", "off" or a module depth (1 = children of the ro
 from __future__ import annotations
 
 from .errors import ApiError
-from compiler_core.fxgraph import GRAPH_STAGES, stage_nodes
+from compiler_core.report.fxgraph import GRAPH_STAGES, stage_nodes
 from .layout import DOT_MAX_NODES, build_graph, collapse, layout
 
 COLLAPSE_OVER = 1500

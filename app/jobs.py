@@ -18,8 +18,8 @@ import threading
 import time
 import uuid
 
-from compiler_core.result import build_result
-from compiler_core.stages import RECORD_STAGE
+from compiler_core.report.result import build_result
+from compiler_core.report.stages import RECORD_STAGE
 
 
 def brief(error: dict | None) -> dict | None:

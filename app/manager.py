@@ -17,7 +17,7 @@ import threading
 import time
 
 from compiler_core import Options, Worker
-from compiler_core.result import RESULT_VERSION, build_result
+from compiler_core.report.result import RESULT_VERSION, build_result
 
 from .errors import ApiError
 from .fairqueue import FairQueue

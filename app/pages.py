@@ -10,10 +10,10 @@ from flask import Blueprint, render_template
 
 from compiler_core.gallery import list_examples
 from compiler_core.options import BACKENDS, DEVICES, DYNAMIC, MODES
-from compiler_core.stages import STAGE_NAMES
+from compiler_core.report.stages import STAGE_NAMES
 
 from .api import manager, stored
-from compiler_core.fxgraph import GRAPH_STAGES
+from compiler_core.report.fxgraph import GRAPH_STAGES
 
 bp = Blueprint("pages", __name__)
 

@@ -25,7 +25,7 @@ sys.path.insert(0, ROOT)
 
 from compiler_core import Options, Worker  # noqa: E402
 from compiler_core.gallery import get_example  # noqa: E402
-from compiler_core.stages import RECORD_STAGE  # noqa: E402
+from compiler_core.report.stages import RECORD_STAGE  # noqa: E402
 
 SCRIPT = "mlp_fusion"  # a small gallery example with one Inductor compile
 FIRST_EVENT_SCRIPT = "print_graph_break"
@@ -115,8 +115,8 @@ def overhead_child(capture: bool, repeats: int) -> list[float]:
     inductor_config.compile_threads = 1
     if capture:
         from compiler_core import capture as capture_hooks
-        from compiler_core.callables import CompileRecorder
-        from compiler_core.records import RecordWriter
+        from compiler_core.runtime.callables import CompileRecorder
+        from compiler_core.report.records import RecordWriter
         writer = RecordWriter(open(os.devnull, "w"))
         capture_hooks.attach(writer, "<bench>")
         CompileRecorder(writer, {}, "<bench>").install()

@@ -46,7 +46,7 @@ KERNEL_DEF = re.compile(r"^def (\w+)\(", re.M)
 
 def run_job(worker, source: str, user_file: str, options: Options) -> dict:
     """One job through the product's own path: the warm worker (on a GPU machine each job runs
-    in a standby interpreter, see `compiler_core.worker.Standby`), GPU preview on so that it
+    in a standby interpreter, see `compiler_core.supervisor.worker.Standby`), GPU preview on so that it
     can be checked against the kernels that ran."""
     return worker.run(source, dataclasses.replace(options, gpu_preview=True), user_file)
 
@@ -110,8 +110,8 @@ def run_here(source: str, path: str):
     """Exec the example here with its compiles recorded; Inductor harnesses on for do_bench."""
     import torch
     import torch._inductor.config as inductor_config
-    from compiler_core.callables import CompileRecorder
-    from compiler_core.records import RecordWriter
+    from compiler_core.runtime.callables import CompileRecorder
+    from compiler_core.report.records import RecordWriter
 
     inductor_config.force_disable_caches = True
     inductor_config.benchmark_kernel = True
@@ -148,7 +148,7 @@ def bench_launch(launch, name: str, flush) -> tuple[float, float | None]:
     """(do_bench's median, the median device time of kernel `name` under our method: profiler,
     L2 flushed before each launch), in microseconds per launch."""
     from triton.testing import do_bench
-    from compiler_core.timing import profile_cuda
+    from compiler_core.runtime.measure.timing import profile_cuda
     rows = {r["name"]: r for r in profile_cuda(launch, 20, flush)}
     return (do_bench(launch, return_mode="median") * 1e3,
             rows[name]["us_per_launch"] if name in rows else None)
@@ -156,7 +156,7 @@ def bench_launch(launch, name: str, flush) -> tuple[float, float | None]:
 
 def kernel_timings(module, name: str, config: dict | None, flush) -> dict:
     """One launch of the kernel alone, with the engine's config (see `bench_launch`)."""
-    from compiler_core.triton_kernels import config_dict
+    from compiler_core.runtime.gpu.triton_kernels import config_dict
     kernel = getattr(module, name)
     if config and kernel.configs:
         kernel.configs = [c for c in kernel.configs if config_dict(c) == config] or kernel.configs
@@ -340,7 +340,7 @@ def main() -> int:
     cases += [(e, "max-autotune") for e in examples if e.slug == "matmul_epilogue"]
     worker = Worker().start()  # its own process: no CUDA state shared with this one
     worker.wait_ready()
-    from compiler_core.l2_flush import L2Flush
+    from compiler_core.runtime.gpu.l2_flush import L2Flush
     flush = L2Flush()
     overhead = do_bench_overhead(flush)
     report = {"environment": environment(), "goal": GOAL, "do_bench_overhead": overhead,

@@ -8,8 +8,8 @@ caller side never imports torch (only the worker process does).
 """
 
 from .options import Options, OptionsError
-from .sandbox import SandboxCheck
-from .sandbox import check as sandbox_check
-from .worker import Worker, WorkerError
+from .supervisor.sandbox import SandboxCheck
+from .supervisor.sandbox import check as sandbox_check
+from .supervisor.worker import Worker, WorkerError
 
 __all__ = ["Options", "OptionsError", "SandboxCheck", "Worker", "WorkerError", "sandbox_check"]

@@ -12,9 +12,9 @@ import os
 import sys
 
 from .options import BACKENDS, DEVICES, DYNAMIC, MODES, Options, OptionsError
-from .stages import RECORD_STAGE
-from .result import build_result
-from .worker import Worker, WorkerError
+from .report.stages import RECORD_STAGE
+from .report.result import build_result
+from .supervisor.worker import Worker, WorkerError
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -9,7 +9,7 @@ import pytest
 
 from app import create_app
 from compiler_core.gallery import get_example
-from compiler_core.result import build_result
+from compiler_core.report.result import build_result
 
 from test_app_fixtures import wait_for_job
 

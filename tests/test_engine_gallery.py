@@ -16,7 +16,7 @@ from explain_reference import explain_script
 SLUGS = [ex.slug for ex in list_examples()]
 PATHS = {ex.slug: ex.path for ex in list_examples()}
 SCHEMA = json.load(open(os.path.join(os.path.dirname(__file__), "..", "compiler_core",
-                                     "result.schema.json")))
+                                     "report", "result.schema.json")))
 DYNAMO_STAGES = {"bytecode_original", "bytecode_transformed", "dynamo_graph", "guards",
                  "core_aten", "prims", "metrics"}
 INDUCTOR_STAGES = {"aot_joint", "aot_forward", "post_grad_graph", "ir_pre_fusion",

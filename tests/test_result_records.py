@@ -10,14 +10,14 @@ import os
 import jsonschema
 import pytest
 
-from compiler_core.result import build_result
-from compiler_core.stages import RECORD_STAGE, STAGE_NAMES
+from compiler_core.report.result import build_result
+from compiler_core.report.stages import RECORD_STAGE, STAGE_NAMES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDS = [json.loads(line) for line in open(os.path.join(HERE, "data",
                                                           "print_graph_break.records.jsonl"))]
 USER_FILE = next(r["meta"]["stack"][-1]["filename"] for r in RECORDS if r["name"] == "dynamo_start")
-SCHEMA = json.load(open(os.path.join(HERE, "..", "compiler_core", "result.schema.json")))
+SCHEMA = json.load(open(os.path.join(HERE, "..", "compiler_core", "report", "result.schema.json")))
 
 
 def test_strict_build_of_a_real_stream_is_schema_valid():

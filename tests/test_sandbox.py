@@ -4,6 +4,7 @@ the job left running, the worker still serving). Runs on the shared warm worker,
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -37,10 +38,10 @@ def data_dir(tmp_path_factory):
 
 def engine_digest() -> str:
     digest = hashlib.sha256()
-    for name in sorted(os.listdir(os.path.join(ROOT, "compiler_core"))):
-        if name.endswith(".py"):
-            with open(os.path.join(ROOT, "compiler_core", name), "rb") as fh:
-                digest.update(fh.read())
+    for path in sorted(glob.glob(os.path.join(ROOT, "compiler_core", "**", "*.py"),
+                                 recursive=True)):
+        with open(path, "rb") as fh:
+            digest.update(fh.read())
     return digest.hexdigest()
 
 
@@ -82,9 +83,9 @@ CASES = {
     "list_data_dir": ("import os\nprint(os.listdir('{data}'))\n", "FileNotFoundError", 2, {}),
     "rewrite_stored_result": ("open('{data}/results.sqlite3', 'w').write('pwned')\n",
                               "FileNotFoundError", 1, {}),
-    "append_to_project_code": ("open('{root}/compiler_core/runner.py', 'a').write('x=1')\n",
+    "append_to_project_code": ("open('{root}/compiler_core/runtime/runner.py', 'a').write('x=1')\n",
                                "FileNotFoundError", 1, {}),
-    "append_to_mounted_engine": ("import compiler_core.runner as r\n"
+    "append_to_mounted_engine": ("import compiler_core.runtime.runner as r\n"
                                  "open(r.__file__, 'a').write('x = 1\\n')\n", "PermissionError",
                                  2, {}),
     "write_system_dirs": ("for p in ('/usr/evil', '/etc/evil', '/evil'):\n"

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from compiler_core import Options
-from compiler_core.plots import kernel_figure
-from compiler_core.timing import compare, fresh_like, summary
+from compiler_core.report.plots import kernel_figure
+from compiler_core.runtime.measure.timing import compare, fresh_like, summary
 
 SCRIPT = '''
 import torch
@@ -58,7 +58,7 @@ def test_every_callable_and_signature_is_timed(result):
 
 
 def test_measure_off_gives_the_stages_without_timings(worker):
-    from compiler_core.measure import NOT_MEASURED
+    from compiler_core.runtime.measure import NOT_MEASURED
     source = "import torch\nf = torch.compile(lambda x: x.cos() * 2)\nf(torch.randn(8))\n"
     result = worker.run(source, Options(device="cpu", measure=False))
     assert result["error"] is None and result["timings"] == []
@@ -166,7 +166,7 @@ def test_summary_quartiles():
 def test_argument_bytes_counts_each_kernels_tensor_arguments(monkeypatch):
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
-    from compiler_core.timing import argument_bytes
+    from compiler_core.runtime.measure.timing import argument_bytes
 
     monkeypatch.setattr(CachingAutotuner, "run", lambda self, *args, **kwargs: None)
 

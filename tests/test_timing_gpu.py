@@ -15,7 +15,7 @@ EXAMPLES = {e.slug: e for e in list_examples()}
 @pytest.fixture(scope="module")
 def results(worker):
     """Through the session's worker, as the web app runs jobs (on a GPU machine each job runs
-    in a standby interpreter: see compiler_core.worker.Standby)."""
+    in a standby interpreter: see compiler_core.supervisor.worker.Standby)."""
     return {slug: worker.run(EXAMPLES[slug].source, Options(device="cuda"),
                              user_file=EXAMPLES[slug].path)
             for slug in ("pointwise_chain", "matmul_epilogue")}

@@ -9,8 +9,8 @@ import os
 import pytest
 
 from compiler_core import Options
-from compiler_core.result import build_result
-from compiler_core.triton_kernels import cache_index, read_folder
+from compiler_core.report.result import build_result
+from compiler_core.runtime.gpu.triton_kernels import cache_index, read_folder
 
 SCRIPT = '''
 import torch
@@ -126,7 +126,7 @@ def test_loaded_autotuners_survives_dead_weak_proxies():
     import gc
     import weakref
 
-    from compiler_core.triton_kernels import loaded_autotuners
+    from compiler_core.runtime.gpu.triton_kernels import loaded_autotuners
 
     class Thing:
         pass

@@ -1,5 +1,7 @@
-"""Stages `core_aten` and `prims`: the Dynamo graph re-traced with make_fx.
+"""What the job derives from each Dynamo graph as a backend receives it (needs torch).
 
+`node_table`: one row per FX node, for the node table of the `dynamo_graph` stage.
+`trace_views`: the Core ATen and prims views (`report/stages/decomp.py` turns them into stages).
 These are *views* of the captured graph, not what Inductor executed: Inductor uses its own
 decomposition table and never lowers through prims. Re-tracing uses fake tensors shaped like the
 example inputs, so it costs no real compute; symbolic sizes are specialised to their hints.
@@ -7,16 +9,41 @@ example inputs, so it costs no real compute; symbolic sizes are specialised to t
 
 from __future__ import annotations
 
-from .common import artifact, fx_src_lines
+import torch
 
-STAGES = ("core_aten", "prims")
-VIEW_NOTE = ("# View: the Dynamo graph re-traced by torchbolt with make_fx and {table}.\n"
-             "# Not what Inductor executed; symbolic sizes are specialised to the example inputs.\n")
+from ..report.stages.common import last_user_line
+
+
+def _tensor_meta(value) -> tuple[list | None, str | None]:
+    """Shape and dtype of a node's example value (a FakeTensor; tuples show their first item)."""
+    if isinstance(value, (tuple, list)) and value:
+        value = value[0]
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    return ([str(d) for d in shape] if shape is not None else None,
+            str(dtype).removeprefix("torch.") if dtype is not None else None)
+
+
+def node_table(gm, user_file: str) -> list[dict]:
+    """One row per FX node: name, op, target, shape, dtype, user line, module path."""
+    rows = []
+    for node in gm.graph.nodes:
+        shape, dtype = _tensor_meta(node.meta.get("example_value"))
+        module_stack = node.meta.get("nn_module_stack") or {}
+        module = next(reversed(module_stack.values()), None) if module_stack else None
+        rows.append({
+            "name": node.name, "op": node.op,
+            "target": getattr(node.target, "__name__", None) or str(node.target),
+            "shape": shape, "dtype": dtype,
+            "line": last_user_line(node.meta.get("stack_trace") or "", user_file),
+            "module": module[0] if module else None,
+            "inputs": [arg.name for arg in node.all_input_nodes],
+        })
+    return rows
 
 
 def _concrete(value):
     """A SymInt becomes its hint: make_fx traces this view with concrete sizes."""
-    import torch
     if isinstance(value, torch.SymInt):
         return value.node.hint
     return value
@@ -25,14 +52,12 @@ def _concrete(value):
 def _interpreted(gm):
     """gm run node by node: under preserve_node_meta, make_fx then copies each node's user stack
     trace onto the ops it traces (as AOTAutograd does), so the views link to user lines."""
-    import torch
     return lambda *args: torch.fx.Interpreter(gm).run(*args)
 
 
 def _retrace(gm, inputs, *, prims: bool):
     """Core ATen: make_fx with the Core ATen table. Prims: that graph again under TorchRefsMode
     (refs of ATen ops take positional arguments, which the Torch-level graph may not use)."""
-    import torch
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.fx.traceback import preserve_node_meta
 
@@ -66,18 +91,3 @@ def trace_views(gm, example_inputs) -> dict[str, str | Exception]:
         except Exception as exc:  # a view failing must not break the user's compile
             views[stage] = exc
     return views
-
-
-def extract(compile_records) -> dict:
-    out = {}
-    for stage, table in (("core_aten", "the Core ATen decomposition table"),
-                         ("prims", "torch._prims TorchRefsMode")):
-        record = compile_records.first(stage)
-        if record is None:
-            continue
-        text = VIEW_NOTE.format(table=table) + (record["payload"] or "")
-        title = "Core ATen (view)" if stage == "core_aten" else "Prims (view)"
-        out[stage] = artifact(stage, compile_records.compile_id, title, "python", text,
-                              fx_src_lines(text, compile_records.user_file))
-        out[stage]["view"] = True
-    return out

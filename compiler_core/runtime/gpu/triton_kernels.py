@@ -8,7 +8,7 @@ texts, SASS (disassembled with the `cuobjdump` Triton ships) and launch metadata
 recorded as it happens: `triton_autotune` (configs of one kernel benchmarked at run time) and
 `autotune_choices` (`max-autotune` template choices, through Inductor's feedback-saver hook).
 
-`compiler_core.gpu_preview` reuses `kernel_record` for kernels compiled for a virtual GPU.
+`compiler_core.runtime.gpu.preview` reuses `kernel_record` for kernels compiled for a virtual GPU.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import shutil
 import subprocess
 import sys
 
-from . import capture
-from .records import RecordWriter
+from .. import capture
+from ...report.records import RecordWriter
 
 IR_SUFFIXES = ("source", "ttir", "ttgir", "llir", "ptx")
 SASS_ENCODING = re.compile(r"\s*/\*\s*0x[0-9a-f]{16}\s*\*/")

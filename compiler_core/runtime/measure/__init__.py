@@ -14,8 +14,10 @@ from __future__ import annotations
 import contextlib
 import os
 
-from . import gpu_preview, timing, triton_kernels
-from .records import RecordWriter
+from ...report.records import RecordWriter
+from ..gpu import preview as gpu_preview
+from ..gpu import triton_kernels
+from . import timing
 
 
 NOT_MEASURED = "Timings were not measured: the job's 'measure' option was off."

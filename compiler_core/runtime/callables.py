@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .records import RecordWriter
+from ..report.records import RecordWriter
 
 MAX_SIGNATURES = 4  # distinct argument signatures kept per callable
 

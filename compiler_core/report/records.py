@@ -3,7 +3,7 @@
 A record is `{"name", "compile_id", "t", "meta", "payload"}`. Names are PyTorch's own structured
 trace event/artifact names (`dynamo_output_graph`, `inductor_output_code` ...) or torchbolt's
 (`bytecode`, `fx_nodes`, `core_aten`, `prims`, `ir_pre_fusion`, `error`, `run_end` ...). The result
-is a pure function of the record list (`compiler_core.result.build_result`), so a crashed job
+is a pure function of the record list (`compiler_core.report.result.build_result`), so a crashed job
 still yields every stage captured before the crash.
 """
 

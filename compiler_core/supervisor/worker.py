@@ -31,13 +31,13 @@ import time
 from dataclasses import dataclass
 
 from . import cgroups, sandbox
-from .options import Options
-from .records import RecordTail, read_records
-from .result import build_result
-from .stages.common import user_lines
+from ..options import Options
+from ..report.records import RecordTail, read_records
+from ..report.result import build_result
+from ..report.stages.common import user_lines
 
 POLL_S = 0.02
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JOBS_ROOT = os.path.join(tempfile.gettempdir(), "torchbolt-jobs")
 STARTUP_TIMEOUT_S = 300
 MEMORY_ACT_AT = 0.9  # of the limit: stop the job with its traceback before the kernel kills it
@@ -210,7 +210,7 @@ class Worker:
         self._ready.clear()
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {**sandbox.environment(), "TORCHBOLT_PROTOCOL_FD": str(theirs.fileno())}
-        command = [sys.executable, "-m", "compiler_core.zygote"]
+        command = [sys.executable, "-m", "compiler_core.runtime.zygote"]
         if self.sandboxed:
             command = sandbox.bwrap_command(command, env)
         else:

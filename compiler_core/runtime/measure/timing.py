@@ -32,8 +32,8 @@ import time
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from . import capture
-from .plots import kernel_figure, roofline_figure
+from .. import capture
+from ...report.plots import kernel_figure, roofline_figure
 
 TOLERANCE = {torch.float64: 1e-7, torch.float32: 1e-4, torch.float16: 1e-2,
              torch.bfloat16: 5e-2}  # on |compiled - eager|, relative to max(1, max|eager|)
@@ -283,7 +283,7 @@ def _matmul_flop(op: dict | None) -> float:
 
 def profile_cuda(fn, calls: int, flush) -> list[dict]:
     """Device time of every kernel, memcpy and memset the call runs, each after an L2 flush."""
-    from .l2_flush import NAME
+    from ..gpu.l2_flush import NAME
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
         for _ in range(calls):
@@ -337,7 +337,7 @@ def kernel_estimates(call) -> dict[str, dict]:
     """Bytes and FLOP per launch of each Triton kernel: Inductor's estimates (see `configure`),
     else (torch 2.11 adds none without `benchmark_kernel`) the bytes of the tensor arguments of
     its launches in one untimed call, each counted once."""
-    from .triton_kernels import loaded_autotuners
+    from ..gpu.triton_kernels import loaded_autotuners
     measured = argument_bytes(call)
     return {t.fn.__name__: {"num_gb": t.inductor_meta.get("kernel_num_gb") or (
                                 measured.get(t.fn.__name__, 0) / 1e9 or None),
@@ -385,7 +385,7 @@ class Device:
     @property
     def flush(self):
         if self._flush is None:
-            from .l2_flush import L2Flush
+            from ..gpu.l2_flush import L2Flush
             self._flush = L2Flush()
         return self._flush
 

@@ -2,8 +2,8 @@
 kernel's lowering, one section per kernel; and the launch metadata of the compile's kernels.
 
 Sources: `triton_kernel` records (kernels that ran on this job's GPU, see
-`compiler_core.triton_kernels`), else the `gpu_preview` record (kernels compiled for a virtual GPU
-on a CPU-only machine, see `compiler_core.gpu_preview`); such artifacts say so in their title and
+`compiler_core.runtime.gpu.triton_kernels`), else the `gpu_preview` record (kernels compiled for a virtual GPU
+on a CPU-only machine, see `compiler_core.runtime.gpu.preview`); such artifacts say so in their title and
 in `preview`. `triton_autotune` and `autotune_choices` records hold the configs and template
 choices benchmarked while the script ran.
 """

@@ -24,9 +24,9 @@ import types
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from . import capture
-from .records import RecordWriter
-from .stages.kernels import parse_kernels
+from .. import capture
+from ...report.records import RecordWriter
+from ...report.stages.kernels import parse_kernels
 from .triton_kernels import cache_index, kernel_record
 
 # torch.cuda.get_device_properties(0) of the H200 the bench ran on (torch 2.11, driver 580.159.04),

@@ -1,6 +1,6 @@
 """The warm zygote and the job processes it forks: the code that runs inside the sandbox.
 
-The zygote (`python -m compiler_core.zygote`, started by `worker.Worker` inside bubblewrap, see
+The zygote (`python -m compiler_core.runtime.zygote`, started by `worker.Worker` inside bubblewrap, see
 `sandbox.py`) imports torch and runs one trivial CPU compile, so a job pays neither `import torch`
 nor Inductor's lazy initialisation. Where a GPU is visible it warms nothing that a fork can't
 inherit (CUDA): each job process initialises CUDA itself, ahead of its job ("standby").
@@ -27,7 +27,7 @@ import threading
 import time
 
 from . import jail
-from .options import OUTPUT_FILE_LIMIT, Options
+from ..options import OUTPUT_FILE_LIMIT, Options
 
 MAX_MESSAGE = 1 << 16
 
@@ -131,7 +131,7 @@ def run_job_process(job: dict, records_fd: int, fault_fd: int) -> None:
 
     import torch._dynamo
     torch._dynamo.reset()
-    from .records import RecordWriter
+    from ..report.records import RecordWriter
     from .runner import run_job
     with os.fdopen(records_fd, "w", encoding="utf-8") as stream:
         run_job(job["source"], job["user_file"], options, RecordWriter(stream))

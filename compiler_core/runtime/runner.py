@@ -18,9 +18,9 @@ import torch
 
 from . import capture, measure
 from .callables import CompileRecorder
-from .options import OUTPUT_FILE_LIMIT, Options
-from .records import RecordWriter
-from .stages.common import last_user_line
+from ..options import OUTPUT_FILE_LIMIT, Options
+from ..report.records import RecordWriter
+from ..report.stages.common import last_user_line
 
 NO_COMPILE_HINT = ("The script never called torch.compile, so there is nothing to show. "
                    "Hint: compile a function or module and call it, e.g. "

@@ -21,9 +21,8 @@ import os
 import torch
 from torch._guards import CompileContext
 
-from .records import RecordWriter
-from .stages.decomp import trace_views
-from .stages.dynamo import node_table
+from ..report.records import RecordWriter
+from .views import node_table, trace_views
 
 # Structured-trace names we keep; everything else (chromium events, tensor descriptions) is noise.
 TRACE_EVENTS = {
@@ -43,7 +42,7 @@ IR_LOGGERS = {
 
 
 # Dynamo graphs as backends received them, (compile id, copy of the GraphModule, example inputs),
-# for the Core ATen / prims views (`emit_views`) and the GPU preview (compiler_core.gpu_preview),
+# for the Core ATen / prims views (`emit_views`) and the GPU preview (compiler_core.runtime.gpu.preview),
 # which compiles them again after the script.
 graphs: list[tuple] = []
 _views_done = 0  # graphs[:_views_done] have had their views emitted

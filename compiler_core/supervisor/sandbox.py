@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from . import cgroups
 
 NOBODY = 65534
-ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
+ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENGINE_MOUNT = "/opt/torchbolt"
 JOB_DIR = "/job"  # the job's own tmpfs, mounted per job by jail.py
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/sys")
@@ -148,7 +148,7 @@ def check() -> SandboxCheck:
         return SandboxCheck(False, "bubblewrap (bwrap) is not installed: apt-get install "
                                    "bubblewrap", group_layout)
     probe = [sys.executable, "-c", "import sys; sys.path.insert(0, '/opt/torchbolt'); "
-             "from compiler_core import jail; jail.probe()"]
+             "from compiler_core.runtime import jail; jail.probe()"]
     try:
         done = subprocess.run(bwrap_command(probe, environment()),
                               capture_output=True, text=True, timeout=30)

@@ -1,0 +1,19 @@
+"""Stage `dynamo_graph`: the FX graph Dynamo captured (Torch IR), as code and as a node table."""
+
+from __future__ import annotations
+
+from .common import artifact, fx_src_lines
+
+STAGES = ("dynamo_graph",)
+
+
+def extract(compile_records) -> dict:
+    graph = compile_records.first("dynamo_output_graph")
+    if graph is None:
+        return {}
+    text = graph["payload"] or ""
+    stage = artifact("dynamo_graph", compile_records.compile_id, "Dynamo FX graph (Torch IR)",
+                     "python", text, fx_src_lines(text, compile_records.user_file))
+    nodes = compile_records.first("fx_nodes")
+    stage["nodes"] = nodes["meta"]["nodes"] if nodes else []
+    return {"dynamo_graph": stage}
