@@ -1,19 +1,17 @@
 """The page: `/` (empty editor, or `?example=SLUG`) and `/r/KEY` (a shared result, no recompile).
 
 Everything the page starts with travels in one JSON block (`boot`), which Jinja's `tojson`
-escapes for a `<script>` element; user text is never spliced into the HTML itself.
+escapes for a `<script>` element; user text is never spliced into the HTML itself. Its
+`catalogue` (the engine's stages, options and error kinds) gives the page its labels and controls.
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from compiler_core.gallery import list_examples
-from compiler_core.options import BACKENDS, DEVICES, DYNAMIC, MODES
-from compiler_core.report.stages import STAGE_NAMES
+from compiler_core import catalogue, list_examples
 
 from .api import manager, stored
-from compiler_core.report.fxgraph import GRAPH_STAGES
 
 bp = Blueprint("pages", __name__)
 
@@ -23,9 +21,7 @@ def boot_data(share: dict | None = None) -> dict:
         "environment": manager().environment,
         "gallery": [{"slug": e.slug, "title": e.title, "teaches": e.teaches, "source": e.source}
                     for e in list_examples()],
-        "choices": {"device": DEVICES, "mode": MODES, "dynamic": DYNAMIC, "backend": BACKENDS},
-        "graph_stages": GRAPH_STAGES,
-        "stage_names": STAGE_NAMES,
+        "catalogue": catalogue(),
         "share": share,
     }
 

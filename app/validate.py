@@ -1,23 +1,24 @@
 """What POST /api/compile accepts: a non-empty source of valid text and the user's options.
 
 The engine checks option values; this checks what only the web side knows: which options a
-user may choose, their JSON types, the server's time limit cap (`MAX_TIMEOUT`, default 120 s,
-raised with `python -m app --max-timeout S`), and that the source can be written as UTF-8
-(JSON may carry lone surrogates such as "\\ud800", which no file can hold).
+user may choose and their JSON types (both from the option specs in the engine's catalogue),
+the server's time limit cap (`MAX_TIMEOUT`, default 120 s, raised with `python -m app
+--max-timeout S`), and that the source can be written as UTF-8 (JSON may carry lone
+surrogates such as "\\ud800", which no file can hold).
 """
 
 from __future__ import annotations
 
 from flask import current_app, request
 
-from compiler_core import Options, OptionsError
+from compiler_core import Options, OptionsError, catalogue
 
 from .errors import ApiError
 
 MAX_SOURCE_CHARS = 100_000
 MAX_TIMEOUT_S = 120.0
-USER_OPTIONS = {"device": str, "mode": str, "dynamic": str, "fullgraph": bool,
-                "gpu_preview": bool, "measure": bool, "backend": str, "timeout": (int, float)}
+JSON_TYPES = {"choice": str, "bool": bool, "number": (int, float)}
+USER_OPTIONS = {option["name"]: JSON_TYPES[option["kind"]] for option in catalogue()["options"]}
 
 
 def parse_options(raw) -> Options:

@@ -11,8 +11,7 @@ import json
 import os
 import sys
 
-from .options import BACKENDS, DEVICES, DYNAMIC, MODES, Options, OptionsError
-from .report.stages import RECORD_STAGE
+from .options import USER_OPTIONS, Option, Options, OptionsError
 from .report.result import build_result
 from .supervisor.worker import Worker, WorkerError
 
@@ -24,32 +23,30 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     run = sub.add_parser("run", help="run SCRIPT.py and write the result JSON")
     run.add_argument("script")
     run.add_argument("--json", metavar="OUT.json", help="write the result here (default: stdout)")
-    run.add_argument("--device", choices=DEVICES, default="auto")
-    run.add_argument("--mode", choices=MODES, default="default")
-    run.add_argument("--dynamic", choices=DYNAMIC, default="auto")
-    run.add_argument("--fullgraph", action="store_true")
-    run.add_argument("--backend", choices=BACKENDS, default="inductor")
-    run.add_argument("--gpu-preview", action="store_true",
-                     help="also compile the graphs for a virtual H200 (Triton stages without a GPU)")
-    run.add_argument("--no-measure", dest="measure", action="store_false",
-                     help="skip timing eager vs compiled after the script (faster result)")
-    run.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS")
+    for option in USER_OPTIONS:
+        add_option(run, option)
     return parser.parse_args(argv)
 
 
-def progress(record: dict) -> None:
-    stage = RECORD_STAGE.get(record["name"])
-    if stage:
-        where = record["compile_id"] or "-"
-        print(f"[{record['t']:7.2f}s] {where:>5} {stage}", file=sys.stderr, flush=True)
+def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
+    """`--name` (choice or number) or `--name/--no-name` (bool), from the option's spec."""
+    kind = {"choice": {"choices": option.choices}, "number": {"type": float},
+            "bool": {"action": argparse.BooleanOptionalAction}}[option.kind]
+    parser.add_argument(f"--{option.name.replace('_', '-')}", dest=option.name,
+                        default=option.default, help=option.help, **kind)
+
+
+def progress(event: dict) -> None:
+    """One line per stage as it arrives (the job announces each stage of a compile once)."""
+    if event["type"] == "stage":
+        where = event["compile_id"] or "-"
+        print(f"[{event['t']:7.2f}s] {where:>5} {event['stage']}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        options = Options(device=args.device, mode=args.mode, dynamic=args.dynamic,
-                          fullgraph=args.fullgraph, backend=args.backend, timeout=args.timeout,
-                          gpu_preview=args.gpu_preview, measure=args.measure)
+        options = Options(**{option.name: getattr(args, option.name) for option in USER_OPTIONS})
         path = os.path.abspath(args.script)
         with open(path, encoding="utf-8") as fh:
             source = fh.read()
@@ -58,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     worker = Worker()
     try:
-        result = worker.run(source, options, user_file=path, on_record=progress)
+        result = worker.run(source, options, user_file=path, listener=progress)
     except WorkerError as exc:  # the engine itself failed: still one result, with the error
         result = build_result([], path, {"options": options.to_dict(), "error": {
             "type": "WorkerError", "message": str(exc), "line": None}})

@@ -1,14 +1,15 @@
-"""Job options: what the user (CLI flags or the web form) may choose, validated in one place."""
+"""Job options, one spec each: `OPTIONS` is the only list; validation, the API's checks, the
+CLI's flags and the page's controls (through the catalogue) all derive from it.
+
+`user` options are what a user may choose (CLI flags, the web form); the others are limits on
+the job as a whole (all its processes together), set by the server.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, make_dataclass
 
-DEVICES = ("auto", "cpu", "cuda")
-MODES = ("default", "reduce-overhead", "max-autotune")
-DYNAMIC = ("auto", "true", "false")
-BACKENDS = ("inductor", "aot_eager", "eager")
 OUTPUT_FILE_LIMIT = 64 * 1024 * 1024  # RLIMIT_FSIZE in the worker child: stops output floods
 
 
@@ -26,42 +27,88 @@ class OptionsError(ValueError):
 
 
 @dataclass(frozen=True)
-class Options:
-    device: str = "auto"
-    mode: str = "default"
-    dynamic: str = "auto"
-    fullgraph: bool = False
-    backend: str = "inductor"
-    gpu_preview: bool = False  # also compile the graphs for a virtual H200 (Triton stages on CPU)
-    measure: bool = True  # time eager vs compiled after the script (seconds more per job)
-    timeout: float = 120.0  # wall-clock seconds for the whole script
-    # Limits on the job as a whole (all its processes together; server-side, not user options).
-    memory_mb: int = field(default_factory=_default_memory_mb)  # cgroup memory, tmpfs included
-    cpu_s: float = 300.0  # CPU seconds, all processes and threads together
-    pids: int = 512  # processes and threads at once
-    disk_mb: int = 1024  # the job's tmpfs: its folder, /tmp and /dev/shm
-    output_limit: int = 256 * 1024  # bytes of stdout/stderr kept in the result
+class Option:
+    name: str
+    kind: str  # "choice", "bool" or "number"
+    default: object
+    choices: tuple = ()
+    label: str = ""  # short, for the page's controls
+    help: str = ""
+    user: bool = True  # users may choose it; else a server-side limit (positive numbers)
+    min: float | None = None  # of a user's number
+    max: float | None = None
 
+    def check(self, value) -> None:
+        """Raise OptionsError when `value` is not allowed."""
+        if self.kind == "choice" and value not in self.choices:
+            raise OptionsError(f"option {self.name!r} must be one of {', '.join(self.choices)}; "
+                               f"got {value!r}")
+        if self.kind == "bool" and not isinstance(value, bool):
+            raise OptionsError(f"option {self.name!r} must be true or false")
+        if self.kind == "number" and not self._number_ok(value):
+            raise OptionsError(f"option {self.name!r} must be between {self.min:g} and "
+                               f"{self.max:g} seconds" if self.user
+                               else f"limit {self.name!r} must be positive")
+
+    def _number_ok(self, value) -> bool:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return False
+        return self.min <= number <= self.max if self.user else number > 0
+
+    def to_json(self) -> dict:
+        keys = ("name", "kind", "default", "label", "help") + {
+            "choice": ("choices",), "number": ("min", "max")}.get(self.kind, ())
+        return {key: getattr(self, key) for key in keys}
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("device", "choice", "auto", ("auto", "cpu", "cuda"), "device",
+           "where the script runs: auto picks cuda when the server has a GPU"),
+    Option("mode", "choice", "default", ("default", "reduce-overhead", "max-autotune"), "mode",
+           "torch.compile(mode=...): Inductor's mode"),
+    Option("dynamic", "choice", "auto", ("auto", "true", "false"), "dynamic",
+           "torch.compile(dynamic=...): auto marks a dimension dynamic after it changes"),
+    Option("fullgraph", "bool", False, label="fullgraph",
+           help="torch.compile(fullgraph=True): a graph break is an error"),
+    Option("backend", "choice", "inductor", ("inductor", "aot_eager", "eager"), "backend",
+           "torch.compile(backend=...)"),
+    Option("gpu_preview", "bool", False, label="H200 preview",
+           help="also compile the graphs for a virtual H200: Triton kernels and their "
+                "TTIR/PTX/SASS without a GPU"),
+    Option("measure", "bool", True, label="measure",
+           help="after the script, time each compiled callable against eager (a few seconds "
+                "more); off for the stages alone"),
+    Option("timeout", "number", 120.0, label="timeout",
+           help="wall-clock seconds for the whole script", min=1, max=600),
+    Option("memory_mb", "number", _default_memory_mb(), user=False,
+           help="cgroup memory, tmpfs included"),
+    Option("cpu_s", "number", 300.0, user=False, help="CPU seconds, all processes and threads"),
+    Option("pids", "number", 512, user=False, help="processes and threads at once"),
+    Option("disk_mb", "number", 1024, user=False,
+           help="the job's tmpfs: its folder, /tmp and /dev/shm"),
+    Option("output_limit", "number", 256 * 1024, user=False,
+           help="bytes of stdout/stderr kept in the result"),
+)
+SPECS = {option.name: option for option in OPTIONS}
+USER_OPTIONS = tuple(option for option in OPTIONS if option.user)
+
+
+def option_catalogue() -> list[dict]:
+    """The options a user may choose, as JSON."""
+    return [option.to_json() for option in USER_OPTIONS]
+
+
+class _Methods:
     def __post_init__(self) -> None:
-        for name, allowed in (("device", DEVICES), ("mode", MODES),
-                              ("dynamic", DYNAMIC), ("backend", BACKENDS)):
-            if getattr(self, name) not in allowed:
-                raise OptionsError(f"option {name!r} must be one of {', '.join(allowed)}; "
-                                   f"got {getattr(self, name)!r}")
-        for name in ("fullgraph", "gpu_preview", "measure"):
-            if not isinstance(getattr(self, name), bool):
-                raise OptionsError(f"option {name!r} must be true or false")
-        if not 1 <= float(self.timeout) <= 600:
-            raise OptionsError("option 'timeout' must be between 1 and 600 seconds")
-        for name in ("memory_mb", "cpu_s", "pids", "disk_mb"):
-            if not getattr(self, name) > 0:
-                raise OptionsError(f"limit {name!r} must be positive")
+        for option in OPTIONS:
+            option.check(getattr(self, option.name))
 
     @classmethod
     def from_dict(cls, raw: dict) -> "Options":
         """Build from untrusted JSON: unknown keys are an error, not silently dropped."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(raw) - known
+        unknown = set(raw) - set(SPECS)
         if unknown:
             raise OptionsError(f"unknown option(s): {', '.join(sorted(unknown))}")
         return cls(**raw)
@@ -77,3 +124,9 @@ class Options:
         if self.mode != "default" and self.backend == "inductor":
             defaults["mode"] = self.mode
         return defaults
+
+
+Options = make_dataclass(
+    "Options", [(o.name, type(o.default), o.default) for o in OPTIONS],
+    bases=(_Methods,), frozen=True, namespace={"__module__": __name__, "__doc__":
+                                               "One job's options: a field per spec, checked."})

@@ -22,11 +22,12 @@ def run_cli(tmp_path, source: str, *flags: str) -> tuple[subprocess.CompletedPro
 
 def test_cli_runs_a_script_and_streams_progress(tmp_path):
     proc, result = run_cli(tmp_path, "import torch\nf = torch.compile(lambda x: x.cos() * 2)\n"
-                                     "print(f(torch.ones(3)).shape)\n", "--backend", "aot_eager")
+                                     "print(f(torch.ones(3)).shape)\n", "--backend", "aot_eager",
+                                     "--no-measure")
     assert proc.returncode == 0, proc.stderr
     assert "0/0 dynamo_graph" in proc.stderr and "0/0 aot_inference" in proc.stderr
     assert result["stdout"] == "torch.Size([3])\n"
-    assert result["options"]["backend"] == "aot_eager"
+    assert result["options"]["backend"] == "aot_eager" and result["options"]["measure"] is False
     assert "output_code" not in result["compiles"][0]["stages"]  # aot_eager runs no Inductor
 
 

@@ -5,18 +5,18 @@ import { h, clear, copyText, toast } from "./dom.js";
 import { createEditor, markLines, selectLine, setDoc, setMarks, setTheme } from "./editor.js";
 import { Panes } from "./panes.js";
 import { RunPanel } from "./runpanel.js";
-import { loadDraft, loadSettings, saveDraft, saveSettings } from "./settings.js";
+import { loadDraft, loadSettings, pageOptions, saveDraft, saveSettings } from "./settings.js";
 import { configureStages } from "./stages.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const $ = (selector) => document.querySelector(selector);
-const settings = loadSettings();
+const settings = loadSettings(boot.catalogue);
 const persist = () => saveSettings(settings);
 const timing = (window.__tbTiming = {});
 let current = null; // {id, key, finished}
 let cursorLine = null;
-configureStages(boot);
+configureStages(boot.catalogue);
 
 // ---------------------------------------------------------------- editor, panes, run panel
 function initialSource() {
@@ -39,7 +39,7 @@ function showUserLine(line) {
 
 const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onChange: persist });
 const run = new RunPanel($("#run"), settings, {
-  onLine: showUserLine, onChange: persist,
+  errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
   onCompile: (id) => panes.showCompile(id),
   onStage: (id, stage) => { panes.panes[0].choose({ compile: id, stage }); },
 });
@@ -174,26 +174,28 @@ function share() {
 }
 
 // ---------------------------------------------------------------- toolbar
-const PREFIXED = new Set(["device", "dynamic"]); // "auto" alone would not say what it is
+// The catalogue's options: a select per choice, a checkbox per switch. A select whose choices
+// include "auto" shows its name too ("device: auto"): "auto" alone would not say what it is.
+function optionControl(option) {
+  const { name, label, help } = option;
+  const save = (value) => { settings.options[name] = value; persist(); };
+  if (option.kind === "bool") {
+    const box = h("input", { type: "checkbox", name, checked: settings.options[name],
+                             onchange: () => save(box.checked) });
+    return h("label", { class: "check", title: help }, box, ` ${label}`);
+  }
+  const prefixed = option.choices.includes("auto");
+  const select = h("select", { name, "aria-label": label, title: help, onchange: () => save(select.value) },
+    option.choices.map((c) => h("option", { value: c, selected: settings.options[name] === c },
+      prefixed ? `${label}: ${c}` : c)));
+  return select;
+}
 
 function buildOptions() {
-  const form = $("#options");
-  for (const [name, choices] of Object.entries(boot.choices)) {
-    const select = h("select", { name, "aria-label": name, title: name,
-                                 onchange: () => { settings.options[name] = select.value; persist(); } },
-      choices.map((c) => h("option", { value: c, selected: settings.options[name] === c },
-        PREFIXED.has(name) ? `${name}: ${c}` : c)));
-    form.append(select);
-  }
-  for (const [name, label, title] of [
-    ["fullgraph", "fullgraph", "torch.compile(fullgraph=True): a graph break is an error"],
-    ["gpu_preview", "H200 preview", "also compile the graphs for a virtual H200: Triton kernels and their TTIR/PTX/SASS without a GPU"],
-    ["measure", "measure", "after the script, time each compiled callable against eager (a few seconds more); off for the stages alone"],
-  ]) {
-    const box = h("input", { type: "checkbox", name, checked: settings.options[name],
-                             onchange: () => { settings.options[name] = box.checked; persist(); } });
-    form.append(h("label", { class: "check", title }, box, ` ${label}`));
-  }
+  const options = pageOptions(boot.catalogue);
+  // Selects first, then the switches, as the toolbar always had them.
+  $("#options").append(...["choice", "bool"].flatMap((kind) =>
+    options.filter((o) => o.kind === kind).map(optionControl)));
 }
 
 function setOptions(options) {

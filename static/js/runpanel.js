@@ -1,16 +1,17 @@
 // The run panel under the editor: live progress and the compiles (one row per compile id, its
 // stages filling in as events arrive, graph breaks and recompiles between the rows), the graph
-// breaks explained, and the script's output and error.
+// breaks explained, and the script's output and error (an engine-named kind says its meaning,
+// from the catalogue's error kinds, on hover).
 
 import { h, clear, lineLink, safeUrl } from "./dom.js";
 import { stageList } from "./stages.js";
 
 const TABS = [["compiles", "Compiles"], ["breaks", "Graph breaks"], ["output", "Output"]];
-const EVENT_STAGE = { bytecode: "bytecode_transformed" }; // progress names -> pane stages
 
 export class RunPanel {
-  constructor(root, settings, { onLine, onCompile, onStage, onChange }) {
+  constructor(root, settings, { errorKinds, onLine, onCompile, onStage, onChange }) {
     Object.assign(this, { root, settings, onLine, onCompile, onStage, onChange });
+    this.meanings = Object.fromEntries(errorKinds.map((k) => [k.kind, k.meaning]));
     this.tabButtons = new Map();
     this.panels = new Map();
     const bar = h("div", { class: "tabs", role: "tablist" });
@@ -136,10 +137,9 @@ export class RunPanel {
     const events = this.stages.get(id) ?? [];
     const labels = Object.fromEntries(stageList(compile));
     const chips = events.length ? events.map((e) => {
-      const stage = EVENT_STAGE[e.stage] ?? e.stage;
-      const known = labels[stage];
+      const known = labels[e.stage]; // else a progress marker: graph_break, recompile
       return h("button", { class: `chip stage ${known ? "" : "marker"}`, title: known ? `Show ${known} in the first pane` : e.stage,
-                           onclick: known ? () => this.onStage(id, stage) : null },
+                           onclick: known ? () => this.onStage(id, e.stage) : null },
         e.stage, h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
     }) : stageList(compile).filter(([stage]) => compile?.stages?.[stage]).map(([stage, label]) =>
       h("button", { class: "chip stage", title: `Show ${label} in the first pane`,
@@ -178,10 +178,11 @@ export class RunPanel {
     const e = r.error;
     clear(panel,
       e ? h("div", { class: `error-box ${e.type}` },
-        h("strong", {}, e.type), e.line ? [" at ", lineLink(e.line, this.onLine)] : "",
+        h("strong", { title: this.meanings[e.type] }, e.type), e.line ? [" at ", lineLink(e.line, this.onLine)] : "",
         h("p", {}, e.message), e.traceback ? h("pre", { class: "traceback" }, e.traceback) : null) : null,
       (r.notes ?? []).map((note) => h("p", { class: "note" }, note)),
-      (r.stage_errors ?? []).map((s) => h("p", { class: "note" }, `Stage ${s.stage} of ${s.compile_id} failed: ${s.message}`)),
+      (r.stage_errors ?? []).map((s) => h("p", { class: "note" },
+        `Stage ${s.stage}${s.compile_id ? ` of ${s.compile_id}` : ""} failed: ${s.message}`)),
       h("h4", {}, "stdout"), h("pre", { class: "stdout" }, r.stdout || "(empty)"),
       r.stderr ? [h("h4", {}, "stderr"), h("pre", { class: "stderr" }, r.stderr)] : null);
   }

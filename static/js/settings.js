@@ -1,9 +1,10 @@
 // Choices that survive a reload (theme, font size, panes, split sizes, options, the draft).
+// The options' defaults come from the engine's catalogue.
 
 const KEY = "torchbolt.settings.v1";
 const DRAFT = "torchbolt.draft.v1";
 
-export const defaults = {
+const defaults = {
   theme: window.matchMedia?.("(prefers-color-scheme: dark)").matches ? "dark" : "light",
   fontSize: 15,
   paneCount: 2,
@@ -16,17 +17,24 @@ export const defaults = {
   editorHeight: 58, // % of the left column
   runTab: "compiles",
   colorLines: true,
-  options: { device: "auto", mode: "default", dynamic: "auto", backend: "inductor", fullgraph: false,
-             gpu_preview: false, measure: true },
 };
 
-export function loadSettings() {
-  try {
-    const saved = JSON.parse(localStorage.getItem(KEY) || "{}");
-    return { ...structuredClone(defaults), ...saved };
-  } catch {
-    return structuredClone(defaults);
-  }
+// The options the page offers: choices and switches (the time limit stays the server's).
+export const pageOptions = (catalogue) => catalogue.options.filter((o) => o.kind !== "number");
+
+// A saved option keeps its value while the catalogue still allows it.
+function options(catalogue, saved) {
+  return Object.fromEntries(pageOptions(catalogue).map((o) => {
+    const value = saved?.[o.name];
+    const allowed = o.kind === "bool" ? typeof value === "boolean" : o.choices.includes(value);
+    return [o.name, allowed ? value : o.default];
+  }));
+}
+
+export function loadSettings(catalogue) {
+  let saved = {};
+  try { saved = JSON.parse(localStorage.getItem(KEY) || "{}"); } catch { /* unreadable: defaults */ }
+  return { ...structuredClone(defaults), ...saved, options: options(catalogue, saved?.options) };
 }
 
 export function saveSettings(settings) {

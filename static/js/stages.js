@@ -1,54 +1,33 @@
-// Stage names (the engine's, in its order, plus "kernels", built here from a compile's kernel
-// list, and "timings", the whole run's measured timings), their labels and the views each offers.
+// The stages, from the engine's catalogue (in its order: name, label, title, language, whether
+// an FX graph, and the result's field holding them), and the views each offers. "kernels" is
+// built here from a compile's kernel list, "timings" from the whole run's measured timings.
 // Stages the engine adds later show up by title.
 
-const LABELS = [
-  ["bytecode_original", "Bytecode: original"],
-  ["bytecode_transformed", "Bytecode: transformed"],
-  ["dynamo_graph", "Dynamo graph (Torch IR)"],
-  ["guards", "Guards"],
-  ["aot_joint", "AOT joint graph"],
-  ["aot_forward", "AOT forward (ATen)"],
-  ["aot_backward", "AOT backward (ATen)"],
-  ["aot_inference", "AOT inference (ATen)"],
-  ["core_aten", "Core ATen (view)"],
-  ["prims", "Prims (view)"],
-  ["post_grad_graph", "Inductor post-grad graph"],
-  ["ir_pre_fusion", "Loop IR before fusion"],
-  ["ir_post_fusion", "Loop IR after fusion"],
-  ["output_code", "Generated code"],
-  ["kernels", "Kernels"],
-  ["timings", "Timings (measured)"],
-  ["metrics", "Compilation metrics"],
-];
-const STAGE_LABEL = Object.fromEntries(LABELS);
 const EXTENSION = { python: "py", cpp: "cpp", json: "json" };
 // A pane asking for a stage this compile lacks shows its counterpart (training vs inference).
 const COUNTERPART = { aot_forward: "aot_inference", aot_inference: "aot_forward" };
 
-let graphStages = new Set();
-let stageOrder = [];
+let stages = new Map(); // name -> the catalogue's stage
 
-export function configureStages({ graph_stages: graphNames, stage_names: names }) {
-  graphStages = new Set(graphNames);
-  const at = names.indexOf("output_code") + 1 || names.length;
-  stageOrder = [...names.slice(0, at), "kernels", "timings", ...names.slice(at)];
+export function configureStages(catalogue) {
+  stages = new Map(catalogue.stages.map((stage) => [stage.name, stage]));
 }
 
 export function stageLabel(name, compile) {
-  return STAGE_LABEL[name] ?? compile?.stages?.[name]?.title ?? name;
+  return stages.get(name)?.label ?? compile?.stages?.[name]?.title ?? name;
 }
 
-// [name, label] of every stage, those of this compile the engine does not list included.
+// [name, label] of every stage, those of this compile the catalogue does not list included.
 export function stageList(compile) {
-  const extra = Object.keys(compile?.stages ?? {}).filter((name) => !stageOrder.includes(name));
-  return [...stageOrder, ...extra].map((name) => [name, stageLabel(name, compile)]);
+  const extra = Object.keys(compile?.stages ?? {}).filter((name) => !stages.has(name));
+  return [...stages.keys(), ...extra].map((name) => [name, stageLabel(name, compile)]);
 }
 
 export function artifactFor(compile, stage, result) {
-  if (stage === "timings") return result?.timings?.length ? timingsArtifact(result) : null;
+  const spec = stages.get(stage);
+  if (spec?.field === "timings") return result?.timings?.length ? timingsArtifact(spec, result) : null;
   if (!compile) return null;
-  if (stage === "kernels") return compile.kernels?.length ? kernelsArtifact(compile) : null;
+  if (spec?.field === "kernels") return compile.kernels?.length ? kernelsArtifact(spec, compile) : null;
   return compile.stages?.[stage] ?? null;
 }
 
@@ -58,8 +37,8 @@ export function resolveStage(compile, stage) {
 }
 
 export function viewsFor(stage, artifact) {
-  if (stage === "timings") return [["timings", "Timings"]];
-  if (graphStages.has(stage)) return [["text", "Code"], ["graph", "Graph"]];
+  if (stages.get(stage)?.field === "timings") return [["timings", "Timings"]];
+  if (stages.get(stage)?.graph) return [["text", "Code"], ["graph", "Graph"]];
   if (stage === "guards") return [["grouped", "Grouped"], ["text", "Tree"]];
   if (stage.startsWith("bytecode") && artifact?.source) return [["text", "dis"], ["python", "Python"]];
   return [["text", "Text"]];
@@ -70,7 +49,7 @@ export function filename(artifact) {
   return `${artifact.stage}_${id}.${EXTENSION[artifact.language] ?? "txt"}`;
 }
 
-function kernelsArtifact(compile) {
+function kernelsArtifact({ name, title }, compile) {
   const lines = [];
   const srcLines = [];
   const allCpp = compile.kernels.every((k) => k.kind === "cpp" || k.kind === "extern");
@@ -87,14 +66,13 @@ function kernelsArtifact(compile) {
       srcLines.push(kernel.lines?.length === 1 ? kernel.lines[0] : null);
     }
   }
-  return { stage: "kernels", compile_id: compile.id, title: "Generated kernels",
+  return { stage: name, compile_id: compile.id, title,
            language: allCpp ? "cpp" : "python", text: lines.join("\n"), src_lines: srcLines,
            sections: [] };
 }
 
 // Copy and Save give the timings as the engine wrote them.
-function timingsArtifact(result) {
-  return { stage: "timings", compile_id: null, language: "json", src_lines: [], sections: [],
-           title: "Measured after the script ran: every compiled callable, eager vs compiled (the whole run)",
+function timingsArtifact({ name, title, language }, result) {
+  return { stage: name, compile_id: null, language, src_lines: [], sections: [], title,
            text: JSON.stringify(result.timings, null, 1) };
 }

@@ -1,4 +1,4 @@
-// Timings view: what the engine measured after the script ran (compiler_core/timing.py), one card
+// Timings view: what the engine measured after the script ran (compiler_core/runtime/measure), one card
 // per compiled callable and call signature: the correctness verdict first, eager vs compiled end
 // to end (median, IQR and speed-up with its range, per series), launches per call, the per-kernel
 // rows, and the engine's plotly figures. User text (callable and kernel names) only reaches the
@@ -51,8 +51,9 @@ function emptyMessage(result) {
   if (result.options?.measure === false) {
     return "No timings: the 'measure' box was off for this run; switch it on and compile again.";
   }
-  const failed = (result.notes ?? []).find((note) => note.startsWith("Timing failed"));
-  return failed ?? "No timings: no compiled callable was called, so there was nothing to time.";
+  const failed = (result.stage_errors ?? []).find((s) => s.stage === "timings");
+  return failed ? `Timing failed: ${failed.message}`
+    : "No timings: no compiled callable was called, so there was nothing to time.";
 }
 
 function card(entry, env, figures) {
