@@ -18,6 +18,7 @@ engine's tests).
 from __future__ import annotations
 
 import os
+import sys
 
 from flask import Flask
 
@@ -29,11 +30,15 @@ from .store import Store
 from .streams import StreamLimiter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The page's files: beside the package in a source tree (and an editable install), else where
+# a plain `pip install .` puts them (pyproject.toml's data-files).
+ASSETS = ROOT if os.path.isdir(os.path.join(ROOT, "static")) else os.path.join(
+    sys.prefix, "share", "torchbolt")
 
 
 def create_app(test_config: dict | None = None, workers: list[Worker] | None = None) -> Flask:
-    app = Flask(__name__, static_folder=os.path.join(ROOT, "static"),
-                template_folder=os.path.join(ROOT, "templates"))
+    app = Flask(__name__, static_folder=os.path.join(ASSETS, "static"),
+                template_folder=os.path.join(ASSETS, "templates"))
     app.config.from_mapping(
         DATA_DIR=os.environ.get("TORCHBOLT_DATA", os.path.join(ROOT, "var")),
         WORKERS=1, SANDBOX=None, TOKEN=None, JOBS_PER_CLIENT=2, MAX_TIMEOUT=120.0,

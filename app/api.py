@@ -9,6 +9,7 @@ Job ids are handles: each submit gets its own, identical submits share one run a
     GET  /api/results/KEY          -> {"source", "options", "result"} (the share store)
     GET  /api/results/KEY/graph?compile=0/0&stage=dynamo_graph[&collapse=auto|off|N]
     GET  /api/gallery, /api/gallery/SLUG, /api/status
+    GET  /api/catalogue             -> stages, options, error kinds, gallery (what the page shows)
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from compiler_core.gallery import get_example, list_examples
+from compiler_core import catalogue, get_example, list_examples
 
 from .errors import ApiError
 from .graphview import graph_view, parse_collapse
@@ -146,6 +147,13 @@ def gallery_example(slug: str):
         raise ApiError(404, f"no gallery example {slug!r}") from None
     return jsonify({"ok": True, "slug": example.slug, "title": example.title,
                     "teaches": example.teaches, "source": example.source})
+
+
+@bp.get("/catalogue")
+def engine_catalogue():
+    """What the engine offers: stages with their labels, options with their choices, error
+    kinds and the gallery; the page builds its menus and controls from it."""
+    return jsonify({"ok": True, **catalogue()})
 
 
 @bp.get("/status")

@@ -6,8 +6,9 @@ otherwise: `collapse` is "auto", "off" or a module depth (1 = children of the ro
 
 from __future__ import annotations
 
+from compiler_core import GRAPH_STAGES, graph_nodes
+
 from .errors import ApiError
-from compiler_core.report.fxgraph import GRAPH_STAGES, stage_nodes
 from .layout import DOT_MAX_NODES, build_graph, collapse, layout
 
 COLLAPSE_OVER = 1500
@@ -37,7 +38,7 @@ def parse_collapse(text: str) -> str | int:
 def graph_view(artifact: dict, collapse_to: str | int = "auto") -> dict:
     if artifact["stage"] not in GRAPH_STAGES:
         raise ApiError(400, f"stage {artifact['stage']!r} has no graph view")
-    nodes = stage_nodes(artifact)
+    nodes = graph_nodes(artifact)
     graph = build_graph(nodes)
     deepest = module_depth(nodes)
     depth = collapse_to

@@ -18,8 +18,7 @@ import threading
 import time
 import uuid
 
-from compiler_core.report.result import build_result
-from compiler_core.report.stages import RECORD_STAGE
+from compiler_core import ErrorKind, Job, Options, empty_result
 
 
 def brief(error: dict | None) -> dict | None:
@@ -27,48 +26,33 @@ def brief(error: dict | None) -> dict | None:
 
 
 class Run:
-    def __init__(self, key: str, source: str, options: dict):
+    def __init__(self, key: str, source: str, options: Options):
         self.key = key
         self.source = source
-        self.options = options
+        self.options = options.to_dict()
+        self.job = Job(source, options, listener=self.emit)  # the engine's handle, once it runs
         self.status = "queued"
         self.result: dict | None = None
         self.message: str | None = None  # why a run failed without any result
         self.cached = False
-        self.cancel = threading.Event()  # set when no handle wants it any more
         self.handles: list[Handle] = []
         self.finished: float | None = None
-        self.user_file: str | None = None
         self.events: list[dict] = []
-        self._records: list[dict] = []
-        self._stages_seen: set[tuple] = set()
-        self._partial: tuple[int, dict] | None = None
         self.changed = threading.Condition()
 
     # -- producer side (the run's runner thread)
     def emit(self, event: dict) -> None:
+        """Append an event (the engine's job calls it for `running` and each stage)."""
         with self.changed:
+            if event.get("status") == "running":
+                self.status = "running"
             self.events.append(event)
             self.changed.notify_all()
-
-    def set_running(self, user_file: str) -> None:
-        self.status, self.user_file = "running", user_file
-        self.emit({"type": "status", "status": "running"})
-
-    def on_record(self, record: dict) -> None:
-        """Called by the worker for every record, live."""
-        with self.changed:
-            self._records.append(record)
-        stage = RECORD_STAGE.get(record["name"])
-        if stage and (record["compile_id"], stage) not in self._stages_seen:
-            self._stages_seen.add((record["compile_id"], stage))
-            self.emit({"type": "stage", "stage": stage, "compile_id": record["compile_id"],
-                       "t": record["t"]})
 
     def finish(self, result: dict | None, message: str | None = None,
                cached: bool = False) -> None:
         self.result, self.message, self.cached = result, message, cached
-        error = result.get("error") if result else {"type": "ServerError", "message": message}
+        error = result.get("error") if result else ErrorKind.SERVER_ERROR.error(message)
         self.status = "failed" if error else "done"
         self.finished = time.monotonic()
         self.emit({"type": "done", "status": self.status, "key": self.key, "cached": cached,
@@ -84,14 +68,7 @@ class Run:
 
     def current_result(self) -> dict | None:
         """The result, or while running one built from the records so far (`partial: true`)."""
-        if self.result is not None or self.user_file is None:
-            return self.result
-        with self.changed:
-            records = list(self._records)
-        if self._partial is None or self._partial[0] != len(records):
-            self._partial = (len(records), {**build_result(records, self.user_file),
-                                            "partial": True})
-        return self._partial[1]
+        return self.result if self.result is not None else self.job.partial_result()
 
 
 class Handle:
@@ -130,8 +107,8 @@ class Handle:
 
     def detach(self, message: str) -> None:
         """This client cancelled: end this handle now with what its run had so far."""
-        error = {"type": "Cancelled", "message": message, "line": None}
-        partial = self.run.current_result() or build_result([], "")
+        error = ErrorKind.CANCELLED.error(message)
+        partial = self.run.current_result() or empty_result()
         self._result = {**partial, "error": error}
         self._result.pop("partial", None)  # final for this handle
         self._done = {"type": "done", "status": "failed", "key": self.key, "cached": False,

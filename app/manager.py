@@ -12,46 +12,34 @@
 
 from __future__ import annotations
 
-import importlib.metadata
+import json
 import threading
 import time
 
-from compiler_core import Options, Worker
-from compiler_core.report.result import RESULT_VERSION, build_result
+from compiler_core import ErrorKind, Options, Worker, empty_result, engine_version
 
 from .errors import ApiError
 from .fairqueue import FairQueue
 from .jobs import Handle, Run
 from .store import Store, content_key
 
-# Runs that ended this way say nothing lasting about the code: run them again on a resubmit.
-TRANSIENT_ERRORS = {"Timeout", "MemoryLimit", "Crash", "Cancelled", "WorkerDied", "ServerError"}
 MAX_QUEUED = 64
 PER_CLIENT = 2
 KEEP_JOBS_S = 3600
 PROBE_SOURCE = "# torchbolt's start-up probe: reports the environment\n"
 
 
-def engine_version() -> str:
-    """Part of every content key, so an upgraded engine never serves stale results."""
-    try:
-        torch = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch = "none"
-    return f"torch {torch}; result v{RESULT_VERSION}"
-
-
 def cancelled(message: str) -> dict:
-    return build_result([], "", {"error": {"type": "Cancelled", "message": message,
-                                           "line": None}})
+    return empty_result(ErrorKind.CANCELLED.error(message))
 
 
 class JobManager:
     def __init__(self, store: Store, workers: list[Worker], per_client: int = PER_CLIENT,
                  max_queued: int = MAX_QUEUED):
         self.store = store
-        self.engine = engine_version()
-        self.environment: dict = {"torch": self.engine.split(";")[0].removeprefix("torch ")}
+        version = engine_version()  # part of every content key: an upgrade never serves stale
+        self.engine = json.dumps(version, sort_keys=True)
+        self.environment: dict = {"torch": version["torch"]}
         self.per_client, self.max_queued = per_client, max_queued
         self._workers = workers
         self._queue = FairQueue()
@@ -83,13 +71,13 @@ class JobManager:
         with self._lock:
             self._prune()
             run = self._active.get(key)
-            if run is not None and run.cancel.is_set():
+            if run is not None and run.job.cancelled:
                 run = None  # being cancelled: start afresh
             if run is None:
                 stored = self.store.get(key)
                 error = (stored["result"].get("error") or {}).get("type") if stored else None
-                if stored and error not in TRANSIENT_ERRORS:
-                    run = Run(key, source, options.to_dict())
+                if stored and not ErrorKind.is_transient(error):  # transient: run it again
+                    run = Run(key, source, options)
                     run.finish(stored["result"], cached=True)
                     return self._add(Handle(run, client))
             if self.live_count(client) >= self.per_client:
@@ -100,7 +88,7 @@ class JobManager:
                 if self._queue.qsize() >= self.max_queued:
                     raise ApiError(503, f"the compile queue is full ({self.max_queued} jobs); "
                                         "try again in a minute")
-                run = self._active[key] = Run(key, source, options.to_dict())
+                run = self._active[key] = Run(key, source, options)
                 run.emit({"type": "status", "status": "queued",
                           "position": self._queue.position_for(client)})
                 self._queue.put(client, run)
@@ -117,7 +105,7 @@ class JobManager:
                                          f"submit{'s' * (others > 1)}" if others else ""))
             if others:
                 return
-            run.cancel.set()
+            run.job.cancel()
             if self._queue.remove(run):
                 self._end(run)
                 run.finish(cancelled("cancelled before it started"))
@@ -170,11 +158,10 @@ class JobManager:
                     self._end(run)
 
     def _run(self, worker: Worker, run: Run) -> None:
-        if run.cancel.is_set():
+        if run.job.cancelled:
             run.finish(cancelled("cancelled before it started"))
             return
-        result = worker.run(run.source, Options.from_dict(run.options), on_record=run.on_record,
-                            cancel=run.cancel, on_start=run.set_running)
-        if (result.get("error") or {}).get("type") != "Cancelled":
+        result = worker.execute(run.job).result
+        if (result.get("error") or {}).get("type") != ErrorKind.CANCELLED:
             self.store.put(run.key, run.source, run.options, result)
         run.finish(result)

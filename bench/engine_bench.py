@@ -20,12 +20,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from compiler_core import Options, Worker, capture_this_process, get_example
 
-from compiler_core import Options, Worker  # noqa: E402
-from compiler_core.gallery import get_example  # noqa: E402
-from compiler_core.report.stages import RECORD_STAGE  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT = "mlp_fusion"  # a small gallery example with one Inductor compile
 FIRST_EVENT_SCRIPT = "print_graph_break"
@@ -63,11 +60,11 @@ def run_timed(worker: Worker, example, measure: bool = True) -> tuple[float, flo
     started = time.monotonic()
     last_stage = [0.0]
 
-    def on_record(record):
-        if record["name"] in RECORD_STAGE:
+    def on_event(event):  # the timings that follow the stages are not a capture stage
+        if event["type"] == "stage" and event["stage"] != "timings":
             last_stage[0] = time.monotonic() - started
     worker.run(example.source, Options(device="cpu", measure=measure), user_file=example.path,
-               on_record=on_record)
+               listener=on_event)
     return last_stage[0], time.monotonic() - started
 
 
@@ -95,11 +92,11 @@ def bench_first_event(worker: Worker, repeats: int) -> dict:
         started = time.monotonic()
         seen: list[float] = []
 
-        def on_record(record, seen=seen, started=started):
-            if record["name"] == "dynamo_output_graph" and not seen:
+        def on_event(event, seen=seen, started=started):
+            if event.get("stage") == "dynamo_graph" and not seen:
                 seen.append(time.monotonic() - started)
         worker.run(example.source, Options(device="cpu"), user_file=example.path,
-                   on_record=on_record)
+                   listener=on_event)
         totals.append(time.monotonic() - started)
         firsts.append(seen[0])
     return {"script": FIRST_EVENT_SCRIPT, "first_stage_s": median(firsts),
@@ -114,12 +111,7 @@ def overhead_child(capture: bool, repeats: int) -> list[float]:
     inductor_config.force_disable_caches = True  # both sides: every compile does the full work
     inductor_config.compile_threads = 1
     if capture:
-        from compiler_core import capture as capture_hooks
-        from compiler_core.runtime.callables import CompileRecorder
-        from compiler_core.report.records import RecordWriter
-        writer = RecordWriter(open(os.devnull, "w"))
-        capture_hooks.attach(writer, "<bench>")
-        CompileRecorder(writer, {}, "<bench>").install()
+        capture_this_process(open(os.devnull, "w"), "<bench>")
     times = []
     for i in range(repeats + 1):  # the first round is warm-up
         namespace: dict = {}

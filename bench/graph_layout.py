@@ -17,17 +17,15 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from app import create_app
+from app.graphview import graph_view
+from app.store import Store, content_key
 
-from app import create_app  # noqa: E402
-from app.graphview import graph_view  # noqa: E402
-from app.store import Store, content_key  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 GOAL_S = 2.0
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

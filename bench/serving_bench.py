@@ -26,21 +26,17 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from app import create_app
+from app.serving import make_server
+from compiler_core import Options, Worker, get_example, sandbox_check
 
-from app import create_app  # noqa: E402
-from app.serving import make_server  # noqa: E402
-from compiler_core import Options, Worker, sandbox_check  # noqa: E402
-from compiler_core.gallery import get_example  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 POLL_S = 0.1
-FIRST_STAGE_RECORD = "dynamo_output_graph"
 OPS = ["(x * {i}).sin() + {i}", "torch.relu(x - {i}) * x.cos()", "(x + {i}).tanh() * {i}",
        "torch.sigmoid(x * {i}) + x.exp()", "(x ** 2 + {i}).sqrt() - x"]
 BENIGN = "import torch\nx = torch.arange(8.0)\nprint(torch.compile(lambda x: {op})(x).sum().item())\n"
@@ -197,14 +193,14 @@ def summarize_room(records: list[dict], wall_s: float, warm_s: float, latencies:
 
 
 def timed_run(worker: Worker, example) -> tuple[float, float]:
-    """(seconds to the first dynamo_output_graph record, seconds to the whole result)."""
+    """(seconds to the first stage event (the Dynamo graph), seconds to the whole result)."""
     started, seen = time.monotonic(), []
 
-    def on_record(record):
-        if record["name"] == FIRST_STAGE_RECORD and not seen:
+    def on_event(event):
+        if event.get("stage") == "dynamo_graph" and not seen:
             seen.append(time.monotonic() - started)
     result = worker.run(example.source, Options(device="cpu"), user_file=example.path,
-                        on_record=on_record)
+                        listener=on_event)
     assert seen and not result["error"], result["error"]
     return seen[0], time.monotonic() - started
 

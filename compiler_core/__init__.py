@@ -1,15 +1,47 @@
 """torchbolt's engine: run a script under the real torch.compile and capture every stage.
 
-    from compiler_core import Worker, Options
+    from compiler_core import Worker, Options, Job
     result = Worker().run(source, Options(device="cpu"))
+    # or, to follow it live:  job = Job(source, options, listener=print); worker.execute(job)
 
-The CLI is `python -m compiler_core run SCRIPT.py`. This package never imports Flask, and its
-caller side never imports torch (only the worker process does).
+This module is the engine's only public face: `app/`, `bench/` and other callers import from
+here, never from its subpackages. Importing it never loads torch (only job processes do):
+`supervisor/` is the caller's side, `runtime/` runs inside the job process, `report/` turns
+records into the result. It never imports Flask. The CLI is `torchbolt run SCRIPT.py`.
 """
 
+from .catalogue import catalogue
+from .errors import ErrorKind
+from .gallery import Example, get_example, list_examples
+from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
+from .report.fxgraph import stage_nodes as graph_nodes
+from .report.result import RESULT_VERSION, build_result
+from .report.stages import GRAPH_STAGES
+from .supervisor.job import Job, empty_result
 from .supervisor.sandbox import SandboxCheck
 from .supervisor.sandbox import check as sandbox_check
 from .supervisor.worker import Worker, WorkerError
 
-__all__ = ["Options", "OptionsError", "SandboxCheck", "Worker", "WorkerError", "sandbox_check"]
+
+def engine_version() -> dict:
+    """What a stored result depends on: the installed torch and the result format's version."""
+    import importlib.metadata
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = None
+    return {"torch": torch, "result": RESULT_VERSION}
+
+
+def capture_this_process(stream, user_file: str):
+    """Attach every capture hook to *this* process, writing records to `stream` (for measuring
+    capture overhead; the engine itself captures inside its job processes). Imports torch."""
+    from .runtime import capture_this_process as attach
+    return attach(stream, user_file)
+
+
+__all__ = ["ErrorKind", "Example", "GRAPH_STAGES", "Job", "Options", "OptionsError",
+           "SandboxCheck", "Worker", "WorkerError", "build_result", "capture_this_process",
+           "catalogue", "empty_result", "engine_version", "get_example", "graph_nodes",
+           "list_examples", "list_gpu_examples", "sandbox_check"]

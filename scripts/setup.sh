@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what torchbolt needs on a fresh Debian machine (idempotent; fast when already done):
 # Debian's graphviz (graph layout), chromium (browser tests) and bubblewrap (the jobs' sandbox),
-# then the Python packages.
+# then the Python packages, and torchbolt itself as an editable install (the `torchbolt`
+# command; tests and benchmarks import the packages from this tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v dot >/dev/null || [ ! -x /usr/bin/chromium ] || ! command -v bwrap >/dev/null \
@@ -11,3 +12,4 @@ if ! command -v dot >/dev/null || [ ! -x /usr/bin/chromium ] || ! command -v bwr
     DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq graphviz chromium bubblewrap util-linux >/dev/null
 fi
 python3 -m pip install -q -r requirements.txt
+python3 -m pip install -q --no-deps --no-build-isolation -e .

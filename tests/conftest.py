@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
 # A secret in the server's environment that no job may ever see (tests/test_sandbox.py).
 os.environ["TORCHBOLT_TEST_CANARY"] = f"canary-{uuid.uuid4().hex}"
 
-from compiler_core import Options, Worker  # noqa: E402
-from compiler_core.gallery import list_examples  # noqa: E402
+from compiler_core import Options, Worker, list_examples  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -239,8 +239,8 @@ def test_partial_results_name_the_script_as_the_job_sees_it(app, compiled):
     the job (the worker reports it when the script starts), the same path as the final result."""
     job = compiled(TINY)
     run = app.extensions["torchbolt.jobs"].get(job["job"]).run
-    assert run.user_file == job["result"]["user_file"]
-    partial = build_result(list(run._records), run.user_file)
+    assert run.job.user_file == job["result"]["user_file"]
+    partial = build_result(list(run.job._records), run.job.user_file)
     final_lines = [c["stages"]["dynamo_graph"]["src_lines"] for c in job["result"]["compiles"]]
     assert [c["stages"]["dynamo_graph"]["src_lines"] for c in partial["compiles"]] == final_lines
     assert any(line for lines in final_lines for line in lines)

@@ -159,9 +159,9 @@ def test_run_is_cancelled_when_its_last_handle_is(app):
     run = app.extensions["torchbolt.jobs"].get(job_a["job"]).run
     assert app.extensions["torchbolt.jobs"].get(job_b["job"]).run is run  # joined, not re-run
     a.post(f"/api/jobs/{job_a['job']}/cancel")
-    assert not run.cancel.is_set()
+    assert not run.job.cancelled
     b.post(f"/api/jobs/{job_b['job']}/cancel")
-    assert run.cancel.is_set()
+    assert run.job.cancelled
     started = time.monotonic()
     while not run.is_finished:
         time.sleep(0.02)

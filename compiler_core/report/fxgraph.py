@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import re
 
-GRAPH_STAGES = ("dynamo_graph", "aot_joint", "aot_forward", "aot_backward", "aot_inference",
-                "core_aten", "prims", "post_grad_graph")
-
 BANNER = re.compile(r"^# ===== (?P<label>.+) =====$")
 CLASS = re.compile(r"^\s*class (?P<name>[^(]+)\(")
 FORWARD = re.compile(r"^\s*def forward\((?P<params>.*)$")

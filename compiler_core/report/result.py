@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .stages import MODULES, triton_ir
+from .stages import EXTRACTORS, triton_ir
 from .stages.breaks import graph_breaks, recompiles
 from .stages.kernels import extract_kernels
 
@@ -54,7 +54,7 @@ def frame_of(group: CompileRecords) -> dict:
 
 def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict]) -> dict:
     stages: dict[str, dict] = {}
-    for module in MODULES:
+    for module in EXTRACTORS:
         try:
             stages.update(module.extract(group))
         except Exception as exc:
@@ -111,6 +111,8 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     stage_errors: list[dict] = []
     compiles = [build_compile(g, strict, stage_errors)
                 for g in group_by_compile(records, user_file)]
+    stage_errors += [r["meta"] for r in records  # run-level steps: timings, GPU preview ...
+                     if r["name"] == "stage_error" and r["compile_id"] is None]
     error = _first_meta(records, "error") or run.get("error")
     result = {
         "version": RESULT_VERSION,

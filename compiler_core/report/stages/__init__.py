@@ -1,21 +1,24 @@
-"""Stage extractors: each module turns one compile's records into artifacts of one shape.
+"""The stage registry: every stage module, in the order the page lists their stages.
 
-A module defines `STAGES` (the stage names it may produce) and `extract(compile_records)`.
+A module declares `SPECS` (one `spec.Stage` per stage it produces). Modules of per-compile
+artifacts (`field == "stages"`) also define `extract(compile_records) -> {stage: artifact}`;
+`kernels` and `timings` are filled by result.py from their own records. Adding a stage is one
+module plus one line here.
 """
 
-from . import aot, bytecode, decomp, dynamo, guards, inductor, metrics, triton_ir
+from . import aot, bytecode, decomp, dynamo, guards, inductor, kernels, metrics, timings, triton_ir
+from .breaks import PROGRESS
+from .spec import Stage
 
-MODULES = (bytecode, dynamo, guards, aot, decomp, inductor, metrics, triton_ir)
-STAGE_NAMES = tuple(name for module in MODULES for name in module.STAGES)
+MODULES = (bytecode, dynamo, guards, aot, decomp, inductor, kernels, timings, metrics, triton_ir)
 
-# Which stage a record announces, for progress lines and live events.
-RECORD_STAGE = {
-    "bytecode": "bytecode", "dynamo_output_graph": "dynamo_graph",
-    "dynamo_cpp_guards_str": "guards", "dynamo_graph_break_reason": "graph_break",
-    "recompile_reasons": "recompile", "aot_joint_graph": "aot_joint",
-    "aot_forward_graph": "aot_forward", "aot_backward_graph": "aot_backward",
-    "aot_inference_graph": "aot_inference", "core_aten": "core_aten", "prims": "prims",
-    "inductor_post_grad_graph": "post_grad_graph", "ir_pre_fusion": "ir_pre_fusion",
-    "ir_post_fusion": "ir_post_fusion", "inductor_output_code": "output_code",
-    "compilation_metrics": "metrics", "triton_kernel": "triton_ir", "gpu_preview": "gpu_preview",
-}
+STAGES: tuple[Stage, ...] = tuple(spec for module in MODULES for spec in module.SPECS)
+EXTRACTORS = tuple(m for m in MODULES if all(spec.field == "stages" for spec in m.SPECS))
+STAGE_NAMES = tuple(spec.name for spec in STAGES if spec.field == "stages")
+GRAPH_STAGES = tuple(spec.name for spec in STAGES if spec.graph)
+
+# Which stage a record announces, for progress lines and live events (first spec wins).
+RECORD_STAGE: dict[str, str] = {**PROGRESS}
+for _spec in STAGES:
+    for _record in _spec.records:
+        RECORD_STAGE.setdefault(_record, _spec.name)

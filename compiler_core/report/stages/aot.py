@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 from .common import artifact, fx_src_lines
+from .spec import Stage
 
-EVENTS = {
-    "aot_joint": ("aot_joint_graph", "AOTAutograd joint graph (ATen)"),
-    "aot_forward": ("aot_forward_graph", "AOTAutograd forward (ATen)"),
-    "aot_backward": ("aot_backward_graph", "AOTAutograd backward (ATen)"),
-    "aot_inference": ("aot_inference_graph", "AOTAutograd inference (ATen)"),
-}
-STAGES = tuple(EVENTS)
+SPECS = tuple(
+    Stage(f"aot_{part}", label, f"AOTAutograd {title}", "python", records=(f"aot_{part}_graph",),
+          graph=True)
+    for part, label, title in (("joint", "AOT joint graph", "joint graph (ATen)"),
+                               ("forward", "AOT forward (ATen)", "forward (ATen)"),
+                               ("backward", "AOT backward (ATen)", "backward (ATen)"),
+                               ("inference", "AOT inference (ATen)", "inference (ATen)")))
 
 
 def extract(compile_records) -> dict:
     out = {}
-    for stage, (event, title) in EVENTS.items():
-        record = compile_records.first(event)
+    for spec in SPECS:
+        record = compile_records.first(spec.records[0])
         if record is not None and record["payload"]:
             text = record["payload"]
-            out[stage] = artifact(stage, compile_records.compile_id, title, "python", text,
-                                  fx_src_lines(text, compile_records.user_file))
+            out[spec.name] = artifact(spec.name, compile_records.compile_id, spec.title,
+                                      spec.language, text,
+                                      fx_src_lines(text, compile_records.user_file))
     return out

@@ -13,6 +13,9 @@ import re
 
 from .common import is_user_file, last_user_line
 
+# Not stages but run-level lists; their records are still announced live, under these names.
+PROGRESS = {"dynamo_graph_break_reason": "graph_break", "recompile_reasons": "recompile"}
+
 HEADER = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)")
 FIELD = re.compile(r"^\s*(?P<key>Explanation|Hint|Developer debug context): (?P<value>.*)$", re.M)

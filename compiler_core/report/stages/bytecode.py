@@ -8,8 +8,12 @@ from __future__ import annotations
 import re
 
 from .common import artifact, is_user_file
+from .spec import Stage
 
-STAGES = ("bytecode_original", "bytecode_transformed")
+# One `bytecode` record holds both; it announces the transformed code, the part Dynamo wrote.
+SPECS = (Stage("bytecode_original", "Bytecode: original", "Original bytecode", "pycon"),
+         Stage("bytecode_transformed", "Bytecode: transformed", "Transformed bytecode", "pycon",
+               records=("bytecode",)))
 DIS_LINE_NUMBER = re.compile(r"^\s*(\d+)\s{2,}")
 
 
@@ -31,11 +35,10 @@ def extract(compile_records) -> dict:
     meta = record["meta"]
     mapped = is_user_file(meta["filename"], compile_records.user_file)
     out = {}
-    for stage, kind, title in (("bytecode_original", "original", "Original bytecode"),
-                               ("bytecode_transformed", "transformed", "Transformed bytecode")):
-        text = meta[kind]
+    for spec, kind in zip(SPECS, ("original", "transformed")):
+        stage, text = spec.name, meta[kind]
         out[stage] = artifact(stage, compile_records.compile_id,
-                              f"{title}: {meta['name']}", "pycon", text,
+                              f"{spec.title}: {meta['name']}", spec.language, text,
                               dis_src_lines(text, mapped))
         source = meta.get(f"{kind}_source")
         out[stage]["source"] = source

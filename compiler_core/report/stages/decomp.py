@@ -8,22 +8,26 @@ example inputs, so it costs no real compute; symbolic sizes are specialised to t
 from __future__ import annotations
 
 from .common import artifact, fx_src_lines
+from .spec import Stage
 
-STAGES = ("core_aten", "prims")
+# The job re-traces each Dynamo graph (compiler_core/runtime/views.py) and records the views.
+SPECS = (Stage("core_aten", "Core ATen (view)", "Core ATen (view)", "python",
+               records=("core_aten",), graph=True),
+         Stage("prims", "Prims (view)", "Prims (view)", "python", records=("prims",), graph=True))
+TABLES = {"core_aten": "the Core ATen decomposition table", "prims": "torch._prims TorchRefsMode"}
 VIEW_NOTE = ("# View: the Dynamo graph re-traced by torchbolt with make_fx and {table}.\n"
              "# Not what Inductor executed; symbolic sizes are specialised to the example inputs.\n")
 
 
 def extract(compile_records) -> dict:
     out = {}
-    for stage, table in (("core_aten", "the Core ATen decomposition table"),
-                         ("prims", "torch._prims TorchRefsMode")):
-        record = compile_records.first(stage)
+    for spec in SPECS:
+        record = compile_records.first(spec.records[0])
         if record is None:
             continue
-        text = VIEW_NOTE.format(table=table) + (record["payload"] or "")
-        title = "Core ATen (view)" if stage == "core_aten" else "Prims (view)"
-        out[stage] = artifact(stage, compile_records.compile_id, title, "python", text,
-                              fx_src_lines(text, compile_records.user_file))
-        out[stage]["view"] = True
+        text = VIEW_NOTE.format(table=TABLES[spec.name]) + (record["payload"] or "")
+        out[spec.name] = artifact(spec.name, compile_records.compile_id, spec.title,
+                                  spec.language, text,
+                                  fx_src_lines(text, compile_records.user_file))
+        out[spec.name]["view"] = True
     return out

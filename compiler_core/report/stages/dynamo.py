@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from .common import artifact, fx_src_lines
+from .spec import Stage
 
-STAGES = ("dynamo_graph",)
+SPECS = (Stage("dynamo_graph", "Dynamo graph (Torch IR)", "Dynamo FX graph (Torch IR)", "python",
+               records=("dynamo_output_graph",), graph=True),)
 
 
 def extract(compile_records) -> dict:
@@ -12,8 +14,9 @@ def extract(compile_records) -> dict:
     if graph is None:
         return {}
     text = graph["payload"] or ""
-    stage = artifact("dynamo_graph", compile_records.compile_id, "Dynamo FX graph (Torch IR)",
-                     "python", text, fx_src_lines(text, compile_records.user_file))
+    spec = SPECS[0]
+    stage = artifact(spec.name, compile_records.compile_id, spec.title, spec.language, text,
+                     fx_src_lines(text, compile_records.user_file))
     nodes = compile_records.first("fx_nodes")
     stage["nodes"] = nodes["meta"]["nodes"] if nodes else []
     return {"dynamo_graph": stage}

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 
 from .common import artifact, is_user_file
+from .spec import Stage
 
-STAGES = ("guards",)
+SPECS = (Stage("guards", "Guards", "Guards", "text", records=("dynamo_cpp_guards_str",)),)
 TREE_LINE = re.compile(r"^(?P<depth>(?:\| )*)\+- (?P<kind>\w+): (?P<body>.*)$")
 LOCATION = re.compile(r"#\s*(?P<file>[^\s#]+):(?P<line>\d+) in (?P<fn>\S+)\s*$")
 MANAGER_SOURCE = re.compile(r"source=(?P<source>.+?), accessed_by=")
@@ -53,6 +54,8 @@ def extract(compile_records) -> dict:
         return {}
     text = (record["payload"] or "").strip("\n")
     guards, src_lines = parse_guards(text, compile_records.user_file)
-    stage = artifact("guards", compile_records.compile_id, "Guards", "text", text, src_lines)
+    spec = SPECS[0]
+    stage = artifact(spec.name, compile_records.compile_id, spec.title, spec.language, text,
+                     src_lines)
     stage["guards"] = guards
     return {"guards": stage}

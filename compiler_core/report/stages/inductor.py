@@ -10,15 +10,19 @@ from __future__ import annotations
 import re
 
 from .common import artifact, fx_src_lines, join_sections
+from .spec import Stage
 
-STAGES = ("post_grad_graph", "ir_pre_fusion", "ir_post_fusion", "output_code")
+SPECS = (
+    Stage("post_grad_graph", "Inductor post-grad graph", "Inductor post-grad graph", "python",
+          records=("inductor_post_grad_graph",), graph=True),
+    Stage("ir_pre_fusion", "Loop IR before fusion", "Loop-level IR before fusion", "text",
+          records=("ir_pre_fusion",)),
+    Stage("ir_post_fusion", "Loop IR after fusion", "Loop-level IR after fusion", "text",
+          records=("ir_post_fusion",)),
+    Stage("output_code", "Generated code", "Generated code (Inductor output module)", "python",
+          records=("inductor_output_code",)),
+)
 AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
-SOURCES = {
-    "post_grad_graph": ("inductor_post_grad_graph", "Inductor post-grad graph", "python"),
-    "ir_pre_fusion": ("ir_pre_fusion", "Loop-level IR before fusion", "text"),
-    "ir_post_fusion": ("ir_post_fusion", "Loop-level IR after fusion", "text"),
-    "output_code": ("inductor_output_code", "Generated code (Inductor output module)", "python"),
-}
 
 
 def graph_labels(compile_records) -> list[str]:
@@ -33,8 +37,9 @@ def graph_labels(compile_records) -> list[str]:
 def extract(compile_records) -> dict:
     labels = graph_labels(compile_records)
     out = {}
-    for stage, (name, title, language) in SOURCES.items():
-        texts = [r["payload"] or "" for r in compile_records.all(name)]
+    for spec in SPECS:
+        stage, title, language = spec.name, spec.title, spec.language
+        texts = [r["payload"] or "" for r in compile_records.all(spec.records[0])]
         if not texts:
             continue
         parts = [(labels[i] if i < len(labels) else f"graph {i}", t) for i, t in enumerate(texts)]

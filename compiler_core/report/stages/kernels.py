@@ -14,6 +14,10 @@ import re
 
 from .common import user_lines
 from .inductor import graph_labels
+from .spec import Stage
+
+# A compile's `kernels` list; the page shows it as one text, each kernel with its nodes.
+SPECS = (Stage("kernels", "Kernels", "Generated kernels", "python", field="kernels"),)
 
 DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.(?P<fn>\w+)\(", re.M)
 EXTERN_CALL = re.compile(r"\bextern_kernels\.(?P<name>\w+)\(")

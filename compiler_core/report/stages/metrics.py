@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 from .common import artifact
+from .spec import Stage
 
-STAGES = ("metrics",)
+SPECS = (Stage("metrics", "Compilation metrics", "Compilation metrics", "json",
+               records=("compilation_metrics",)),)
 # The fields a reader wants first; the full dict is kept in `values`.
 SUMMARY = ("entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s",
            "code_gen_time_s", "guard_count", "shape_env_guard_count", "graph_op_count",
@@ -23,7 +25,8 @@ def extract(compile_records) -> dict:
     if backward is not None:
         values["backward"] = {k: v for k, v in backward["meta"].items() if k != "attempt"}
     summary = {k: values[k] for k in SUMMARY if k in values}
-    stage = artifact("metrics", compile_records.compile_id, "Compilation metrics", "json",
+    spec = SPECS[0]
+    stage = artifact(spec.name, compile_records.compile_id, spec.title, spec.language,
                      json.dumps(summary, indent=2, default=str))
     stage["values"] = values
     return {"metrics": stage}

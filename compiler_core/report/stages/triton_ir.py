@@ -14,15 +14,16 @@ import os
 
 from .common import artifact, join_sections
 from .inductor import graph_labels
+from .spec import Stage
 
-STAGES = ("triton_ttir", "triton_ttgir", "triton_llir", "triton_ptx", "triton_sass")
-SOURCES = {  # stage -> (file suffix, title, language)
-    "triton_ttir": ("ttir", "Triton IR (TTIR)", "mlir"),
-    "triton_ttgir": ("ttgir", "Triton GPU IR (TTGIR)", "mlir"),
-    "triton_llir": ("llir", "LLVM IR", "llvm"),
-    "triton_ptx": ("ptx", "PTX", "ptx"),
-    "triton_sass": ("sass", "SASS", "sass"),
-}
+# Kernels that ran on the job's GPU, or the GPU preview's, announce the first of these stages.
+SPECS = tuple(
+    Stage(f"triton_{suffix}", title, title, language,
+          records=("triton_kernel", "gpu_preview") if suffix == "ttir" else ())
+    for suffix, title, language in (("ttir", "Triton IR (TTIR)", "mlir"),
+                                    ("ttgir", "Triton GPU IR (TTGIR)", "mlir"),
+                                    ("llir", "LLVM IR", "llvm"), ("ptx", "PTX", "ptx"),
+                                    ("sass", "SASS", "sass")))
 
 
 def _label(kernel: dict) -> str:
@@ -41,7 +42,9 @@ def _kernels(compile_records) -> tuple[list[dict], dict | None]:
 def extract(compile_records) -> dict:
     kernels, preview = _kernels(compile_records)
     out = {}
-    for stage, (suffix, title, language) in SOURCES.items():
+    for spec in SPECS:
+        stage, title, language = spec.name, spec.title, spec.language
+        suffix = stage.removeprefix("triton_")
         parts = [(_label(k), k["stages"][suffix]) for k in kernels if k["stages"].get(suffix)]
         if not parts:
             continue

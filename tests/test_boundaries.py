@@ -1,0 +1,105 @@
+"""The architecture, held by tests: who may import what, and how big a module may grow.
+
+- `app/`, `bench/` and the `torchbolt` command use the engine only through its facade
+  (`from compiler_core import X`, X in `compiler_core.__all__`);
+- the engine's caller side (`supervisor/`) and its report (`report/`) never import the job
+  process's code (`runtime/`), and never torch; `import compiler_core` / `import app` load no torch;
+- the engine never imports Flask; no module in `compiler_core/` or `app/` is over 400 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+import compiler_core
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_LINES = 400
+
+
+def python_files(*folders: str) -> list[str]:
+    return sorted(path for folder in folders
+                  for path in glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True))
+
+
+def imported_modules(path: str) -> list[tuple[str, list[str]]]:
+    """(absolute module, imported names) of every import in a file, relative ones resolved."""
+    package = os.path.relpath(os.path.dirname(path), ROOT).replace(os.sep, ".")
+    out = []
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            out.append((base, [alias.name for alias in node.names]))
+    return out
+
+
+FACADE_USERS = python_files("app", "bench") + [os.path.join(ROOT, "torchbolt.py")]
+
+
+@pytest.mark.parametrize("path", FACADE_USERS, ids=lambda p: os.path.relpath(p, ROOT))
+def test_app_and_bench_use_only_the_facade(path):
+    for module, names in imported_modules(path):
+        if module == "compiler_core.__main__" and path.endswith("torchbolt.py"):
+            continue  # the command dispatches to the engine's CLI
+        assert not module.startswith("compiler_core."), f"{path} imports {module}"
+        if module == "compiler_core":
+            assert set(names) <= set(compiler_core.__all__), f"{path} imports {names}"
+
+
+@pytest.mark.parametrize("side", ["supervisor", "report"])
+def test_caller_side_and_report_never_import_the_job_runtime(side):
+    for path in python_files(f"compiler_core/{side}"):
+        for module, _ in imported_modules(path):
+            assert not module.startswith("compiler_core.runtime"), f"{path} imports {module}"
+            assert module.split(".")[0] != "torch", f"{path} imports {module}"
+
+
+def test_engine_never_imports_flask():
+    for path in python_files("compiler_core"):
+        for module, _ in imported_modules(path):
+            assert module.split(".")[0] not in ("flask", "app", "waitress"), f"{path}: {module}"
+
+
+def test_importing_the_packages_loads_no_torch():
+    modules = [os.path.relpath(p, ROOT)[:-3].replace(os.sep, ".").removesuffix(".__init__")
+               for p in python_files("compiler_core/supervisor", "compiler_core/report")]
+    code = ("import sys, importlib\n"
+            f"for name in {['compiler_core', 'app', 'torchbolt', *modules]!r}:\n"
+            "    importlib.import_module(name)\n"
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton'))\n"
+            "print(loaded[:5])\n"
+            "sys.exit(1 if loaded else 0)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("path", python_files("compiler_core", "app"),
+                         ids=lambda p: os.path.relpath(p, ROOT))
+def test_no_module_over_400_lines(path):
+    with open(path, encoding="utf-8") as fh:
+        lines = sum(1 for _ in fh)
+    assert lines <= MAX_LINES, f"{os.path.relpath(path, ROOT)} has {lines} lines"
+
+
+def test_the_torchbolt_command_has_serve_and_run():
+    out = subprocess.run(["torchbolt", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "serve" in out.stdout and "run" in out.stdout
+    run = subprocess.run(["torchbolt", "run", "--help"], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0 and "--device" in run.stdout, run.stderr
+    serve = subprocess.run(["torchbolt", "serve", "--help"], capture_output=True, text=True,
+                           timeout=60)
+    assert serve.returncode == 0 and "--port" in serve.stdout, serve.stderr
