@@ -8,7 +8,8 @@ import torch
 
 from compiler_core import Options
 from compiler_core.report.plots import kernel_figure
-from compiler_core.runtime.measure.timing import compare, fresh_like, summary
+from compiler_core.runtime.measure.clocks import summary
+from compiler_core.runtime.measure.inputs import compare, fresh_like
 
 SCRIPT = '''
 import torch
@@ -166,7 +167,7 @@ def test_summary_quartiles():
 def test_argument_bytes_counts_each_kernels_tensor_arguments(monkeypatch):
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
-    from compiler_core.runtime.measure.timing import argument_bytes
+    from compiler_core.runtime.measure.rates import argument_bytes
 
     monkeypatch.setattr(CachingAutotuner, "run", lambda self, *args, **kwargs: None)
 

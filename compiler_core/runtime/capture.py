@@ -7,6 +7,7 @@ Everything comes from PyTorch's own capture points (see shared/DESIGN.md):
 - the backend call (`_TorchCompileInductorWrapper.__call__` / `_TorchCompileWrapper.__call__`,
   which `torch.compile` builds for every backend in torch 2.11-2.13), which hands us the Dynamo
   `GraphModule` for the node table and the Core ATen / prims views.
+The hooks of one job share its `CaptureSession`, which the steps after the script read too.
 """
 
 from __future__ import annotations
@@ -41,32 +42,6 @@ IR_LOGGERS = {
 }
 
 
-# Dynamo graphs as backends received them, (compile id, copy of the GraphModule, example inputs),
-# for the Core ATen / prims views (`emit_views`) and the GPU preview (compiler_core.runtime.gpu.preview),
-# which compiles them again after the script.
-graphs: list[tuple] = []
-_views_done = 0  # graphs[:_views_done] have had their views emitted
-# Inductor output module file (absolute path) -> compile id, to place its kernels after the script.
-output_modules: dict[str, str | None] = {}
-_paused = False
-
-
-@contextlib.contextmanager
-def paused():
-    """Record nothing while torchbolt compiles for itself (GPU preview, CUDA-graph timing)."""
-    global _paused
-    previous, _paused = _paused, True
-    try:
-        yield
-    finally:
-        _paused = previous  # re-entrant: an inner pause must not end an outer one
-
-
-def recording() -> bool:
-    """False while torchbolt compiles for itself."""
-    return not _paused
-
-
 def current_compile_id() -> str | None:
     cid = CompileContext.current_compile_id()
     return str(cid) if cid is not None else None
@@ -75,14 +50,14 @@ def current_compile_id() -> str | None:
 class TraceHandler(logging.Handler):
     """Turns structured-trace log records into torchbolt records."""
 
-    def __init__(self, writer: RecordWriter):
+    def __init__(self, session: CaptureSession):
         super().__init__(logging.DEBUG)
-        self.writer = writer
+        self.session = session
         self.interned: dict[int, str] = {}  # trace_log sends each filename once, as an id
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
-        if _paused or not isinstance(metadata, dict):
+        if not self.session.recording or not isinstance(metadata, dict):
             return
         if "str" in metadata:
             text, index = metadata["str"]
@@ -99,8 +74,9 @@ class TraceHandler(logging.Handler):
                                                                        frame.get("filename"))}
                               for frame in meta.get("stack", [])]}
         if name == "inductor_output_code" and (meta.get("file_path") or meta.get("filename")):
-            output_modules[os.path.abspath(meta.get("file_path") or meta["filename"])] = compile_id
-        self.writer.emit(name, compile_id, getattr(record, "payload", None),
+            path = os.path.abspath(meta.get("file_path") or meta["filename"])
+            self.session.output_modules[path] = compile_id
+        self.session.writer.emit(name, compile_id, getattr(record, "payload", None),
                          attempt=metadata.get("attempt"), **meta)
 
     @staticmethod
@@ -117,13 +93,13 @@ class TraceHandler(logging.Handler):
 class IRHandler(logging.Handler):
     """Receives Inductor's loop-level IR dumps; tags them with the compile id being compiled."""
 
-    def __init__(self, writer: RecordWriter, stage: str):
+    def __init__(self, session: CaptureSession, stage: str):
         super().__init__(logging.DEBUG)
-        self.writer, self.stage = writer, stage
+        self.session, self.stage = session, stage
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not _paused:
-            self.writer.emit(self.stage, current_compile_id(), record.getMessage())
+        if self.session.recording:
+            self.session.writer.emit(self.stage, current_compile_id(), record.getMessage())
 
 
 def _decompile(code) -> str | None:
@@ -141,11 +117,11 @@ def _dis_text(code) -> str:
     return out.getvalue()
 
 
-def bytecode_hook(writer: RecordWriter):
+def bytecode_hook(session: CaptureSession):
     def hook(code, new_code):
-        if _paused:
+        if not session.recording:
             return None
-        writer.emit("bytecode", current_compile_id(), None,
+        session.writer.emit("bytecode", current_compile_id(), None,
                     name=code.co_name, filename=code.co_filename, line=code.co_firstlineno,
                     original=_dis_text(code), transformed=_dis_text(new_code),
                     original_source=_decompile(code), transformed_source=_decompile(new_code))
@@ -158,34 +134,6 @@ def copy_graph_module(gm):
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(gm.graph, {}))
     return torch.fx.GraphModule(gm, graph)
-
-
-def record_graph(writer: RecordWriter, user_file: str, gm, example_inputs) -> None:
-    """Node table of the Dynamo graph a backend is about to receive; keep a copy for the views."""
-    if _paused:
-        return
-    compile_id = current_compile_id()
-    graphs.append((compile_id, copy_graph_module(gm), list(example_inputs)))
-    writer.emit("fx_nodes", compile_id, None, nodes=node_table(gm, user_file))
-
-
-def emit_views(writer: RecordWriter) -> None:
-    """Core ATen / prims views of the graphs captured since the last call.
-
-    Deferred until the compiled call returns (or the script ends), outside the backend call, so
-    that PyTorch's own compile-time metrics never include torchbolt's re-tracing."""
-    global _views_done
-    while _views_done < len(graphs):
-        compile_id, gm, example_inputs = graphs[_views_done]
-        _views_done += 1
-        with paused():
-            views = trace_views(gm, example_inputs)
-        for stage, text_or_error in views.items():
-            if isinstance(text_or_error, Exception):
-                writer.emit("stage_error", compile_id, None, stage=stage,
-                            message=f"{type(text_or_error).__name__}: {text_or_error}")
-            else:
-                writer.emit(stage, compile_id, text_or_error)
 
 
 def patch_backend_wrappers(on_graph) -> None:
@@ -201,25 +149,73 @@ def patch_backend_wrappers(on_graph) -> None:
         cls.__call__ = __call__
 
 
-def configure_inductor() -> None:
-    """Per-job Inductor settings: no cache may hide a stage; provenance on."""
-    import torch._inductor.config as inductor_config
-    inductor_config.force_disable_caches = True
-    inductor_config.trace.provenance_tracking_level = 1
+class CaptureSession:
+    """One job's capture state, shared by the hooks and the steps after the script.
 
+    `graphs`: the Dynamo graphs as backends received them, (compile id, copy of the GraphModule,
+    example inputs), for the Core ATen / prims views (`emit_views`) and the GPU preview, which
+    compiles them again after the script. `output_modules`: Inductor output module file (absolute
+    path) -> compile id, to place its kernels after the script."""
 
-def attach(writer: RecordWriter, user_file: str) -> None:
-    """Attach every capture hook. Call once, in the child, before the script runs."""
-    from torch._dynamo.convert_frame import register_bytecode_hook
-    from torch._logging._internal import trace_log
+    def __init__(self, writer: RecordWriter, user_file: str):
+        self.writer, self.user_file = writer, user_file
+        self.graphs: list[tuple] = []
+        self.views_done = 0  # graphs[:views_done] have had their views emitted
+        self.output_modules: dict[str, str | None] = {}
+        self._paused = False
 
-    configure_inductor()
-    trace_log.addHandler(TraceHandler(writer))
-    trace_log.setLevel(logging.DEBUG)
-    for stage, logger_name in IR_LOGGERS.items():
-        logger = logging.getLogger(logger_name)
-        logger.addHandler(IRHandler(writer, stage))
-        logger.setLevel(logging.INFO)
-        logger.propagate = False  # keep the IR out of the user's stderr
-    register_bytecode_hook(bytecode_hook(writer))
-    patch_backend_wrappers(functools.partial(record_graph, writer, user_file))
+    @contextlib.contextmanager
+    def paused(self):
+        """Record nothing while torchbolt compiles for itself (views, GPU preview, timing)."""
+        previous, self._paused = self._paused, True
+        try:
+            yield
+        finally:
+            self._paused = previous  # re-entrant: an inner pause must not end an outer one
+
+    @property
+    def recording(self) -> bool:
+        """False while torchbolt compiles for itself."""
+        return not self._paused
+
+    def record_graph(self, gm, example_inputs) -> None:
+        """Node table of the Dynamo graph a backend is about to receive; keep a copy for the
+        views."""
+        if self._paused:
+            return
+        compile_id = current_compile_id()
+        self.graphs.append((compile_id, copy_graph_module(gm), list(example_inputs)))
+        self.writer.emit("fx_nodes", compile_id, None, nodes=node_table(gm, self.user_file))
+
+    def emit_views(self) -> None:
+        """Core ATen / prims views of the graphs captured since the last call.
+
+        Deferred until the compiled call returns (or the script ends), outside the backend call,
+        so that PyTorch's own compile-time metrics never include torchbolt's re-tracing."""
+        while self.views_done < len(self.graphs):
+            compile_id, gm, example_inputs = self.graphs[self.views_done]
+            self.views_done += 1
+            with self.paused():
+                views = trace_views(gm, example_inputs)
+            for stage, text_or_error in views.items():
+                if isinstance(text_or_error, Exception):
+                    self.writer.emit("stage_error", compile_id, None, stage=stage,
+                                     message=f"{type(text_or_error).__name__}: {text_or_error}")
+                else:
+                    self.writer.emit(stage, compile_id, text_or_error)
+
+    def attach(self) -> None:
+        """Attach every capture hook. Call once per process, after `config.configure_job`,
+        before the script runs."""
+        from torch._dynamo.convert_frame import register_bytecode_hook
+        from torch._logging._internal import trace_log
+
+        trace_log.addHandler(TraceHandler(self))
+        trace_log.setLevel(logging.DEBUG)
+        for stage, logger_name in IR_LOGGERS.items():
+            logger = logging.getLogger(logger_name)
+            logger.addHandler(IRHandler(self, stage))
+            logger.setLevel(logging.INFO)
+            logger.propagate = False  # keep the IR out of the user's stderr
+        register_bytecode_hook(bytecode_hook(self))
+        patch_backend_wrappers(self.record_graph)

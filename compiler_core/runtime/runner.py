@@ -12,12 +12,14 @@ import importlib.metadata
 import platform
 import sys
 import traceback
-import warnings
 
 import torch
 
-from . import capture, measure
+from . import measure
 from .callables import CompileRecorder
+from .capture import CaptureSession
+from .config import configure_job
+from ..errors import ErrorKind
 from ..options import OUTPUT_FILE_LIMIT, Options
 from ..report.records import RecordWriter
 from ..report.stages.common import last_user_line
@@ -70,14 +72,18 @@ def resolve_device(requested: str) -> str:
 
 
 def _kind_and_message(exc: BaseException) -> tuple[str, str]:
+    """An engine-named kind (`ErrorKind`) and message, else the exception's own name."""
     if isinstance(exc, SystemExit):
-        return "SystemExit", f"script called sys.exit({exc.code!r})"
+        return ErrorKind.SYSTEM_EXIT.value, f"script called sys.exit({exc.code!r})"
+    if isinstance(exc, DeviceUnavailable):
+        return ErrorKind.DEVICE_UNAVAILABLE.value, str(exc)
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
-        return "OutputLimit", (f"the script wrote more than {OUTPUT_FILE_LIMIT // 2**20} MB to "
-                               "its output (or a file); the rest was dropped")
+        return ErrorKind.OUTPUT_LIMIT.value, (f"the script wrote more than "
+                                              f"{OUTPUT_FILE_LIMIT // 2**20} MB to its output "
+                                              "(or a file); the rest was dropped")
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-        return "DiskLimit", ("the script filled the job's disk space (its folder, /tmp and "
-                             "/dev/shm share one size limit)")
+        return ErrorKind.DISK_LIMIT.value, ("the script filled the job's disk space (its folder, "
+                                            "/tmp and /dev/shm share one size limit)")
     return type(exc).__name__, str(exc).strip()[:4000]
 
 
@@ -112,29 +118,27 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
     try:
         device = resolve_device(options.device)
         writer.emit("environment", None, None, **environment(device))
-        if device == "cuda":
-            torch.set_default_device("cuda")
-        # torchbolt's own cache setting makes Dynamo warn; keep that out of the user's stderr.
-        warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
-        capture.attach(writer, user_file)
-        measure.before_script(writer, device)
+        configure_job(device)
+        session = CaptureSession(writer, user_file)
+        session.attach()
+        measure.before_script(session, device)
         recorder = CompileRecorder(writer, options.compile_defaults(), user_file,
-                                   after_call=lambda: capture.emit_views(writer))
+                                   after_call=session.emit_views)
         recorder.install()
         try:
             execute(source, user_file)
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise
-        capture.emit_views(writer)
+        session.emit_views()
         if not recorder.callables:
-            writer.emit("error", None, None, type="NoCompile", message=NO_COMPILE_HINT, line=None)
+            writer.emit("error", None, None, **ErrorKind.NO_COMPILE.error(NO_COMPILE_HINT))
         else:
             for entry in recorder.callables:
                 if not entry.signatures:
                     writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
                                 "called, so it compiled nothing: call the compiled callable.")
-            measure.after_script(recorder, writer, device, preview=options.gpu_preview,
+            measure.after_script(recorder, session, device, preview=options.gpu_preview,
                                  timings=options.measure)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))

@@ -38,11 +38,10 @@ def warm_up(compile_once: bool) -> None:
     C++ toolchain and all, took about a minute on the H200 machine, more than it saves a GPU job."""
     import torch
     import torch._dynamo
-    import torch._inductor.config as inductor_config
     from torch._inductor import compile_fx  # noqa: F401  (import cost is the point)
 
-    inductor_config.compile_threads = 1  # no compile-worker pool that a fork would orphan
-    inductor_config.force_disable_caches = True
+    from .config import configure_process
+    configure_process()
     if compile_once:
         torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
         torch._dynamo.reset()

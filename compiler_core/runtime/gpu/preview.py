@@ -24,9 +24,8 @@ import types
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from .. import capture
-from ...report.records import RecordWriter
 from ...report.stages.kernels import parse_kernels
+from ..capture import CaptureSession
 from .triton_kernels import cache_index, kernel_record
 
 # torch.cuda.get_device_properties(0) of the H200 the bench ran on (torch 2.11, driver 580.159.04),
@@ -226,14 +225,15 @@ def preview_graph(gm, example_inputs) -> dict:
             "notes": notes}
 
 
-def preview(writer: RecordWriter) -> None:
-    """One `gpu_preview` record per Dynamo graph of the job (or a `stage_error`)."""
-    for compile_id, gm, example_inputs in capture.graphs:
+def preview(session: CaptureSession) -> None:
+    """One `gpu_preview` record per Dynamo graph of the job's `CaptureSession` (or a
+    `stage_error`)."""
+    for compile_id, gm, example_inputs in session.graphs:
         try:
-            with capture.paused():
+            with session.paused():
                 result = preview_graph(gm, example_inputs)
         except Exception as exc:  # one graph's preview failing costs that preview only
-            writer.emit("stage_error", compile_id, None, stage="gpu_preview",
-                        message=f"{type(exc).__name__}: {str(exc)[:2000]}")
+            session.writer.emit("stage_error", compile_id, None, stage="gpu_preview",
+                                message=f"{type(exc).__name__}: {str(exc)[:2000]}")
             continue
-        writer.emit("gpu_preview", compile_id, None, **result)
+        session.writer.emit("gpu_preview", compile_id, None, **result)

@@ -22,8 +22,7 @@ import shutil
 import subprocess
 import sys
 
-from .. import capture
-from ...report.records import RecordWriter
+from ..capture import CaptureSession, current_compile_id
 
 IR_SUFFIXES = ("source", "ttir", "ttgir", "llir", "ptx")
 SASS_ENCODING = re.compile(r"\s*/\*\s*0x[0-9a-f]{16}\s*\*/")
@@ -129,30 +128,35 @@ def kernel_record(autotuner, config, folder: str | None, observed: dict) -> dict
 
 
 def loaded_autotuners():
-    """(output module file or None, autotuner) for every Inductor Triton kernel alive here.
-
-    Found through the garbage collector (where Inductor keeps its modules differs across
-    versions); the output module owning each is looked up among the modules capture saw."""
+    """Every Inductor Triton kernel alive here, found through the garbage collector (where
+    Inductor keeps its modules differs across versions)."""
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-    owners = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if path and os.path.abspath(path) in capture.output_modules:
-            for value in vars(module).values():
-                if issubclass(type(value), CachingAutotuner):
-                    owners[id(value)] = os.path.abspath(path)
     for value in gc.get_objects():
         # type(), not isinstance(): a dead weak proxy raises when asked for its __class__
         if issubclass(type(value), CachingAutotuner):
-            yield owners.get(id(value)), value
+            yield value
 
 
-def collect(writer: RecordWriter) -> None:
+def owners(output_modules: dict[str, str | None]) -> dict[int, str]:
+    """id(autotuner) -> the file of the output module holding it, among `output_modules`."""
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    out = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and os.path.abspath(path) in output_modules:
+            for value in vars(module).values():
+                if issubclass(type(value), CachingAutotuner):
+                    out[id(value)] = os.path.abspath(path)
+    return out
+
+
+def collect(session: CaptureSession) -> None:
     """One `triton_kernel` record per Inductor Triton kernel that was loaded to launch."""
-    index = cache_index()
-    unplaced = 0
-    for module_file, autotuner in loaded_autotuners():
-        compile_id = capture.output_modules.get(module_file) or _compile_id(autotuner)
+    index, owner = cache_index(), owners(session.output_modules)
+    writer, unplaced = session.writer, 0
+    for autotuner in loaded_autotuners():
+        module_file = owner.get(id(autotuner))
+        compile_id = session.output_modules.get(module_file) or _compile_id(autotuner)
         if not autotuner.launchers:
             continue
         if compile_id is None:
@@ -174,7 +178,7 @@ def _compile_id(autotuner) -> str | None:
     return str(compile_id) if compile_id is not None else None
 
 
-def record_autotuning(writer: RecordWriter) -> None:
+def record_autotuning(session: CaptureSession) -> None:
     """Record run-time config benchmarks and `max-autotune` choices as they happen."""
     from torch._inductor import select_algorithm
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
@@ -184,24 +188,24 @@ def record_autotuning(writer: RecordWriter) -> None:
     @functools.wraps(original)
     def benchmark_all_configs(self, *args, **kwargs):
         timings = original(self, *args, **kwargs)
-        if not capture.recording():
+        if not session.recording:
             return timings
-        writer.emit("triton_autotune", _compile_id(self), None, name=self.fn.__name__,
-                    is_backward=bool(getattr(self, "is_backward", False)),
-                    configs=[{"config": config_dict(launcher.config), "ms": ms,
-                              "registers": launcher.n_regs, "spills": launcher.n_spills}
-                             for launcher, ms in timings.items()])
+        session.writer.emit("triton_autotune", _compile_id(self), None, name=self.fn.__name__,
+                            is_backward=bool(getattr(self, "is_backward", False)),
+                            configs=[{"config": config_dict(launcher.config), "ms": ms,
+                                      "registers": launcher.n_regs, "spills": launcher.n_spills}
+                                     for launcher, ms in timings.items()])
         return timings
 
     CachingAutotuner.benchmark_all_configs = benchmark_all_configs
 
     def feedback(timings, name, input_nodes, *_):
-        if not capture.recording():
+        if not session.recording:
             return
         choices = sorted(timings.items(), key=lambda item: item[1])
-        writer.emit("autotune_choices", capture.current_compile_id(), None, op=name,
-                    inputs=[str(list(node.get_size())) for node in input_nodes],
-                    choices=[{"name": c.name, "description": getattr(c, "description", ""),
-                              "ms": ms} for c, ms in choices])
+        session.writer.emit("autotune_choices", current_compile_id(), None, op=name,
+                            inputs=[str(list(node.get_size())) for node in input_nodes],
+                            choices=[{"name": c.name, "description": getattr(c, "description", ""),
+                                      "ms": ms} for c, ms in choices])
 
     select_algorithm.add_feedback_saver(feedback)

@@ -1,12 +1,12 @@
 """Kernels and timings, around the user's script in the worker child.
 
-`before_script`: Inductor settings for kernel profiling and estimates, autotuning hooks (GPU).
-`after_script`: the GPU's Triton kernels with their lowering stages, the timings of every
-compiled callable (unless the `measure` option is off), and with the `gpu_preview` option the
-preview of the kernels an H200 would run (meant for CPU-only machines; on a GPU it lets the
+`before_script`: a note on the CPU's kernel profiling (set in `runtime.config`), autotuning
+hooks (GPU). `after_script`: the GPU's Triton kernels with their lowering stages, the timings of
+every compiled callable (unless the `measure` option is off), and with the `gpu_preview` option
+the preview of the kernels an H200 would run (meant for CPU-only machines; on a GPU it lets the
 preview be checked against the kernels that ran). Each step failing costs that step only (a
-`note` says why); the profiler's and compilers' chatter goes to /dev/null rather than the
-user's stderr.
+`stage_error` record without a compile id names it); the profiler's and compilers' chatter goes
+to /dev/null rather than the user's stderr.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from ...report.records import RecordWriter
+from ..capture import CaptureSession
 from ..gpu import preview as gpu_preview
 from ..gpu import triton_kernels
 from . import timing
@@ -23,14 +23,14 @@ from . import timing
 NOT_MEASURED = "Timings were not measured: the job's 'measure' option was off."
 
 
-def before_script(writer: RecordWriter, device: str) -> None:
-    timing.configure(device)
+def before_script(session: CaptureSession, device: str) -> None:
     if device == "cpu":
-        writer.emit("note", None, None, text="Each C++ kernel in the generated code carries a "
-                    "RECORD_FUNCTION line (Inductor's cpp.enable_kernel_profile) so that the "
-                    "profiler can time it; without torchbolt that line is absent.")
+        session.writer.emit("note", None, None, text=(
+            "Each C++ kernel in the generated code carries a RECORD_FUNCTION line (Inductor's "
+            "cpp.enable_kernel_profile) so that the profiler can time it; without torchbolt "
+            "that line is absent."))
     if device == "cuda":
-        triton_kernels.record_autotuning(writer)
+        triton_kernels.record_autotuning(session)
 
 
 @contextlib.contextmanager
@@ -46,21 +46,21 @@ def quiet_stderr():
         os.close(devnull)
 
 
-def after_script(recorder, writer: RecordWriter, device: str, preview: bool,
+def after_script(recorder, session: CaptureSession, device: str, preview: bool,
                  timings: bool) -> None:
     steps = []
     if device == "cuda":
-        steps.append(("Triton kernel capture", lambda: triton_kernels.collect(writer)))
+        steps.append(("triton_kernels", lambda: triton_kernels.collect(session)))
     if timings:
-        steps.append(("Timing", lambda: timing.measure_all(recorder, writer, device)))
+        steps.append(("timings", lambda: timing.measure_all(recorder, session, device)))
     else:
-        writer.emit("note", None, None, text=NOT_MEASURED)
+        session.writer.emit("note", None, None, text=NOT_MEASURED)
     if preview:
-        steps.append(("GPU preview", lambda: gpu_preview.preview(writer)))
+        steps.append(("gpu_preview", lambda: gpu_preview.preview(session)))
     with quiet_stderr():
-        for name, step in steps:
+        for stage, step in steps:
             try:
                 step()
             except Exception as exc:  # a failing step costs that step, not the result
-                writer.emit("note", None, None, text=f"{name} failed: {type(exc).__name__}: "
-                                                     f"{str(exc)[:1000]}")
+                session.writer.emit("stage_error", None, None, stage=stage,
+                                    message=f"{type(exc).__name__}: {exc}"[:1000])
