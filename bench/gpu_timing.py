@@ -2,46 +2,44 @@
 
 Runs every GPU gallery example through the engine on the GPU, through the product's own
 `Worker`, with the GPU preview on so that the preview can be checked against the kernels that
-ran; then checks our figures against
-independent references measured in this process, on the same script compiled again here:
+ran; then checks our figures against independent references, measured by `bench/gpu_reference.py`
+in a process of its own on the same script compiled again there (it imports no torchbolt code):
 - per Triton kernel: `triton.testing.do_bench` (median, L2 flushed) of the same kernel through its
-  Inductor benchmark harness (`benchmark_kernel=True` here), launched with the config the engine's
+  Inductor benchmark harness (`benchmark_kernel=True` there), launched with the config the engine's
   run chose, against our cold per-launch median (profiler device time); goal within 5 %.
   To explain gaps, also: the same kernel alone under our method (profiler, L2 flushed before each
   launch), and do_bench's own overhead (do_bench of an empty kernel minus its device time);
 - end to end: `torch.utils.benchmark.Timer.blocked_autorange` (median) of the same callable on
-  inputs of the same shapes, against our warm medians, eager and compiled; goal within 5 %.
-  To explain gaps, also our clock here on the same callable: with the engine's calls per sample,
-  and with 10x as many;
+  the arguments of its first call, against our warm medians, eager and compiled; goal within 5 %.
+  To explain gaps, also our clock there on the same callable: with the engine's calls per
+  sample, and with 10x as many;
 - preview fidelity: per compile, the previewed Triton kernels against those that ran.
 Also runs the matmul example with mode="max-autotune" (template choices recorded). Writes the
-JSON report (device, versions, every figure) and prints a table.
+JSON report (device, versions, every figure) and prints a table. This process imports only
+`compiler_core` (no torch): no CUDA state is shared with the engine's or the reference's.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import time
 import traceback
 
-import triton
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from compiler_core import Options, Worker  # noqa: E402
-from compiler_core.gpu_gallery import list_examples  # noqa: E402
+from compiler_core import Options, Worker, list_gpu_examples  # noqa: E402
 
 GOAL = 0.05
 KERNEL_DEF = re.compile(r"^def (\w+)\(", re.M)
+REFERENCE = os.path.join(ROOT, "bench", "gpu_reference.py")
+REFERENCE_TIMEOUT_S = 1200
 
 
 def run_job(worker, source: str, user_file: str, options: Options) -> dict:
@@ -49,19 +47,6 @@ def run_job(worker, source: str, user_file: str, options: Options) -> dict:
     in a standby interpreter, see `compiler_core.supervisor.worker.Standby`), GPU preview on so that it
     can be checked against the kernels that ran."""
     return worker.run(source, dataclasses.replace(options, gpu_preview=True), user_file)
-
-
-def environment() -> dict:
-    import torch
-    import triton
-    props = torch.cuda.get_device_properties(0)
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.mem",
-                             "--format=csv,noheader"], capture_output=True, text=True).stdout
-    return {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-            "triton": triton.__version__, "cuda": torch.version.cuda, "python":
-            platform.python_version(), "nvidia_smi": driver.strip(),
-            "device_properties": {k: str(getattr(props, k)) for k in dir(props)
-                                  if not k.startswith("_")}}
 
 
 # ------------------------------------------------------------------ the engine's figures
@@ -104,136 +89,37 @@ def body(source: str) -> str:
     return source[match.start():] if match else source
 
 
-# ------------------------------------------------------------- references in this process
+# --------------------------------------------------------------- references, in a child
 
-def run_here(source: str, path: str):
-    """Exec the example here with its compiles recorded; Inductor harnesses on for do_bench."""
-    import torch
-    import torch._inductor.config as inductor_config
-    from compiler_core.runtime.callables import CompileRecorder
-    from compiler_core.report.records import RecordWriter
-
-    inductor_config.force_disable_caches = True
-    inductor_config.benchmark_kernel = True
-    inductor_config.compile_threads = 1  # as in the engine's worker
-    torch._dynamo.reset()
-    recorder = CompileRecorder(RecordWriter(io.StringIO()), Options().compile_defaults(), path)
-    recorder.install()
-    try:
-        exec(compile(source, path, "exec"), {"__name__": "__main__", "__file__": path})
-    finally:
-        torch.compile = recorder.real_compile
-    return recorder
+def measure_reference(mode: str, request: dict | None = None) -> dict:
+    """`bench/gpu_reference.py MODE` in a fresh process; its answer is its last stdout line."""
+    done = subprocess.run([sys.executable, REFERENCE, mode], input=json.dumps(request or {}),
+                          capture_output=True, text=True, timeout=REFERENCE_TIMEOUT_S, cwd=ROOT)
+    if done.returncode:
+        raise RuntimeError(f"gpu_reference.py {mode} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def loaded_modules() -> list:
-    from torch._inductor.codecache import PyCodeCache
-    return list(PyCodeCache.modules) + list(getattr(PyCodeCache, "modules_no_attr", {}).values())
+def reference_request(path: str, result: dict) -> dict:
+    """What the reference measures: our Triton kernels (with the engine's configs) and, per
+    callable, its first timing's calls per sample."""
+    configs = engine_configs(result)
+    kernels = {name: configs.get(name) for name, row in engine_kernels(result).items()
+               if row["kind"] == "triton"}
+    calls = {}
+    for timing in result["timings"]:
+        if "e2e" in timing:
+            calls.setdefault(str(timing["callable"]), timing["e2e"]["warm"]["calls_per_sample"])
+    return {"script": path, "kernels": kernels, "calls": calls}
 
 
-def harness_modules(skip: set[int]) -> dict[str, object]:
-    """Inductor's per-kernel benchmark modules loaded here since `skip`, by kernel name."""
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-    out = {}
-    for module in loaded_modules() + list(sys.modules.values()):
-        if id(module) in skip or not hasattr(module, "benchmark_all_configs"):
-            continue
-        for value in vars(module).values():
-            if isinstance(value, CachingAutotuner):
-                out[value.fn.__name__] = module
-    return out
-
-
-def bench_launch(launch, name: str, flush) -> tuple[float, float | None]:
-    """(do_bench's median, the median device time of kernel `name` under our method: profiler,
-    L2 flushed before each launch), in microseconds per launch."""
-    from triton.testing import do_bench
-    from compiler_core.runtime.measure.timing import profile_cuda
-    rows = {r["name"]: r for r in profile_cuda(launch, 20, flush)}
-    return (do_bench(launch, return_mode="median") * 1e3,
-            rows[name]["us_per_launch"] if name in rows else None)
-
-
-def kernel_timings(module, name: str, config: dict | None, flush) -> dict:
-    """One launch of the kernel alone, with the engine's config (see `bench_launch`)."""
-    from compiler_core.runtime.gpu.triton_kernels import config_dict
-    kernel = getattr(module, name)
-    if config and kernel.configs:
-        kernel.configs = [c for c in kernel.configs if config_dict(c) == config] or kernel.configs
-    args = module.get_args()
-    do_bench_us, alone_us = bench_launch(lambda: module.call(args), name, flush)
-    return {"do_bench_us": do_bench_us, "alone_us": alone_us}
-
-
-@triton.jit
-def empty_kernel(x):
-    pass
-
-
-def do_bench_overhead(flush) -> dict:
-    """What do_bench adds to a kernel's device time: do_bench of an empty kernel minus that
-    kernel's device time (profiler)."""
-    import torch
-    x = torch.empty(1, device="cuda")
-    launch = lambda: empty_kernel[(1,)](x)  # noqa: E731
-    launch()
-    bench_us, device_us = bench_launch(launch, "empty_kernel", flush)
-    return {"do_bench_us": bench_us, "device_us": device_us,
-            "overhead_us": bench_us - device_us}
-
-
-def timer_ms(fn) -> float:
-    """Timer's median; with this process's thread count, since Timer's default (1 thread)
-    changes Dynamo's GLOBAL_STATE guard, so the compiled callable would be compiled again
-    and a different graph timed."""
-    import torch
-    from torch.utils.benchmark import Timer
-    timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
-    return timer.blocked_autorange(min_run_time=1.0).median * 1e3
-
-
-def e2e_references(recorder, result: dict) -> list[dict]:
-    """Timer medians for each callable's first recorded call, beside our warm medians; and our
-    clock here on the same callable (engine's calls per sample, and 10x), to place any gap."""
-    from compiler_core import timing
-    clock = timing.CudaClock()
-    out = []
-    for entry in recorder.callables:
-        ours = next((t for t in result["timings"] if t["callable"] == entry.index
-                     and "e2e" in t), None)
-        if ours is None or not entry.calls:
-            continue
-        args, kwargs = timing.fresh_inputs(entry.calls[0])
-        mode = timing.grad_mode_of(entry.compiled, args, kwargs)
-        calls = ours["e2e"]["warm"]["calls_per_sample"]
-        with timing.GRAD_MODES[mode]():
-            grads = timing.backward_grads(entry.original, args, kwargs) if mode == "grad" else None
-            row = {"callable": entry.name, "arguments": ours["arguments"], "mode": ours["mode"],
-                   "calls_per_sample": calls}
-            for side, fn in (("eager", entry.original), ("compiled", entry.compiled)):
-                call = timing.caller(fn, args, kwargs, grads)
-                for _ in range(3):
-                    call()
-                reference = timer_ms(call)
-                mine = ours["e2e"]["warm"][side]["median_ms"]
-                here = {n: timing.interleaved({side: call}, clock, n, 20)[side]["median_ms"]
-                        for n in (calls, 10 * calls)}
-                row[side] = {"ours_ms": mine, "timer_ms": reference,
-                             "ratio": mine / reference, "within_goal": abs(mine / reference - 1)
-                             <= GOAL, "our_clock_here_ms": here[calls],
-                             "our_clock_here_10x_calls_ms": here[10 * calls]}
-        out.append(row)
-    return out
-
-
-def kernel_references(result: dict, modules: dict, flush, overhead: dict) -> list[dict]:
+def kernel_references(result: dict, references: dict, overhead: dict) -> list[dict]:
     ours, configs = engine_kernels(result), engine_configs(result)
     out = []
     for name, row in ours.items():
-        if row["kind"] != "triton" or name not in modules:
+        if row["kind"] != "triton" or name not in references:
             continue
-        mine = row["us_per_launch"]
-        reference = kernel_timings(modules[name], name, configs.get(name), flush)
+        mine, reference = row["us_per_launch"], references[name]
         net = reference["do_bench_us"] - overhead["overhead_us"]
         out.append({"kernel": name, "ours_us": mine, **reference,
                     "config": configs.get(name, "chosen by the harness's own autotuning"),
@@ -242,6 +128,26 @@ def kernel_references(result: dict, modules: dict, flush, overhead: dict) -> lis
                     "ratio_to_do_bench_less_overhead": mine / net,
                     "gbps": row.get("gbps"), "pct_peak_bandwidth": row.get("pct_peak_bandwidth"),
                     "launches_per_call": row["launches"]})
+    return out
+
+
+def e2e_references(result: dict, references: dict) -> list[dict]:
+    """Timer medians for each callable's first call beside our warm medians; and our clock
+    there on the same callable (engine's calls per sample, and 10x), to place any gap."""
+    out = []
+    for index, reference in references.items():
+        ours = next(t for t in result["timings"] if str(t["callable"]) == index and "e2e" in t)
+        calls = ours["e2e"]["warm"]["calls_per_sample"]
+        row = {"callable": ours["name"], "arguments": ours["arguments"], "mode": ours["mode"],
+               "calls_per_sample": calls}
+        for side in ("eager", "compiled"):
+            mine, theirs = ours["e2e"]["warm"][side]["median_ms"], reference[side]
+            row[side] = {"ours_ms": mine, "timer_ms": theirs["timer_ms"],
+                         "ratio": mine / theirs["timer_ms"],
+                         "within_goal": abs(mine / theirs["timer_ms"] - 1) <= GOAL,
+                         "our_clock_here_ms": theirs["our_clock_here_ms"],
+                         "our_clock_here_10x_calls_ms": theirs["our_clock_here_10x_calls_ms"]}
+        out.append(row)
     return out
 
 
@@ -260,18 +166,16 @@ def summarize(result: dict) -> dict:
             "error": result["error"], "duration_s": result["duration_s"]}
 
 
-def run_case(worker, example, mode: str, flush, overhead: dict) -> dict:
+def run_case(worker, example, mode: str, overhead: dict) -> dict:
     started = time.monotonic()
     result = run_job(worker, example.source, example.path,
                      Options(device="cuda", mode=mode, timeout=300))
     case = {"example": example.slug, "mode": mode, **summarize(result),
             "preview_fidelity": preview_fidelity(result)}
     if result["error"] is None and mode == "default":
-        before = {id(m) for m in loaded_modules() + list(sys.modules.values())}
-        recorder = run_here(example.source, example.path)
-        case["kernel_references"] = kernel_references(result, harness_modules(before), flush,
-                                                      overhead)
-        case["e2e_references"] = e2e_references(recorder, result)
+        references = measure_reference("reference", reference_request(example.path, result))
+        case["kernel_references"] = kernel_references(result, references["kernels"], overhead)
+        case["e2e_references"] = e2e_references(result, references["e2e"])
     case["wall_s"] = time.monotonic() - started
     return case
 
@@ -335,20 +239,20 @@ def main() -> int:
                                                       "gpu_timing.json"))
     parser.add_argument("--only", default="", help="comma-separated slugs")
     args = parser.parse_args()
-    examples = [e for e in list_examples() if not args.only or e.slug in args.only.split(",")]
+    examples = [e for e in list_gpu_examples()
+                if not args.only or e.slug in args.only.split(",")]
     cases = [(e, "default") for e in examples]
     cases += [(e, "max-autotune") for e in examples if e.slug == "matmul_epilogue"]
-    worker = Worker().start()  # its own process: no CUDA state shared with this one
+    worker = Worker().start()
     worker.wait_ready()
-    from compiler_core.runtime.gpu.l2_flush import L2Flush
-    flush = L2Flush()
-    overhead = do_bench_overhead(flush)
-    report = {"environment": environment(), "goal": GOAL, "do_bench_overhead": overhead,
-              "cases": []}
+    measured = measure_reference("overhead")
+    overhead = measured["do_bench_overhead"]
+    report = {"environment": measured["environment"], "goal": GOAL,
+              "do_bench_overhead": overhead, "cases": []}
     print(f"do_bench overhead: {overhead}")
     for example, mode in cases:
         try:
-            report["cases"].append(run_case(worker, example, mode, flush, overhead))
+            report["cases"].append(run_case(worker, example, mode, overhead))
         except Exception:
             report["cases"].append({"example": example.slug, "mode": mode,
                                     "error": traceback.format_exc()[-4000:], "timings": []})

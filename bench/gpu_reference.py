@@ -1,0 +1,249 @@
+"""Reference timings for `bench/gpu_timing.py`, measured without any torchbolt code.
+
+    python bench/gpu_reference.py overhead            -> {"environment", "do_bench_overhead"}
+    python bench/gpu_reference.py reference < REQUEST -> {"kernels", "e2e"}
+
+REQUEST is JSON: {"script": path, "kernels": {name: launch config or null},
+"calls": {callable index: calls per sample}}. `reference` execs the script with `torch.compile`
+patched to keep each compiled callable (in compile order, as torchbolt indexes them) and the
+arguments and grad mode of its first call, Inductor's per-kernel benchmark harness on
+(`benchmark_kernel`), then measures:
+- per Triton kernel: `triton.testing.do_bench` (median, L2 flushed) of the kernel through its
+  harness with the given config; and the same kernel alone under torchbolt's method, redone
+  here with the profiler (median device time, L2 flushed before each launch);
+- per callable, eager and compiled: `torch.utils.benchmark.Timer.blocked_autorange` (median);
+  and CUDA events around blocks of the given calls per sample, and of 10x as many (median of 20).
+`overhead`: what do_bench adds to a kernel (do_bench of an empty kernel minus its device time).
+The script's own output goes to stderr; the last line of stdout is the JSON answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import torch
+from torch.utils._pytree import tree_flatten
+
+GRAD_MODES = {"grad": torch.enable_grad, "no_grad": torch.no_grad,
+              "inference_mode": torch.inference_mode}
+
+
+def environment() -> dict:
+    import triton
+    props = torch.cuda.get_device_properties(0)
+    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.mem",
+                             "--format=csv,noheader"], capture_output=True, text=True).stdout
+    return {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+            "triton": triton.__version__, "cuda": torch.version.cuda, "python":
+            platform.python_version(), "nvidia_smi": driver.strip(),
+            "device_properties": {k: str(getattr(props, k)) for k in dir(props)
+                                  if not k.startswith("_")}}
+
+
+def l2_flush():
+    """Writes four times the L2 size, as torchbolt's flush does (with a fill kernel here)."""
+    l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
+    return torch.empty(l2_bytes, dtype=torch.int32, device="cuda").zero_
+
+
+def profiled_us(launch, name: str, flush, launches: int = 20) -> float | None:
+    """Median device time (us) of kernel `name` over `launches` launches, each after a flush."""
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(launches):
+            flush()
+            launch()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as fh:
+            events = json.load(fh)["traceEvents"]
+    durations = [float(e["dur"]) for e in events if e.get("cat") == "kernel"
+                 and e.get("name") == name]
+    return statistics.median(durations) if durations else None
+
+
+def bench_launch(launch, name: str, flush) -> dict:
+    from triton.testing import do_bench
+    return {"do_bench_us": do_bench(launch, return_mode="median") * 1e3,
+            "alone_us": profiled_us(launch, name, flush)}
+
+
+def empty_kernel(x):
+    pass
+
+
+def overhead() -> dict:
+    import triton
+    kernel = triton.jit(empty_kernel)
+    x = torch.empty(1, device="cuda")
+    launch = lambda: kernel[(1,)](x)  # noqa: E731
+    launch()
+    figures = bench_launch(launch, "empty_kernel", l2_flush())
+    return {"do_bench_us": figures["do_bench_us"], "device_us": figures["alone_us"],
+            "overhead_us": figures["do_bench_us"] - figures["alone_us"]}
+
+
+# ------------------------------------------------------------------ the script's callables
+
+def grad_mode() -> str:
+    if torch.is_inference_mode_enabled():
+        return "inference_mode"
+    return "grad" if torch.is_grad_enabled() else "no_grad"
+
+
+def record_compiles() -> list[dict]:
+    """Patch `torch.compile`: each compiled callable, with its first call (args, kwargs, mode)."""
+    real = torch.compile
+    entries: list[dict] = []
+
+    def keep(entry, args, kwargs):
+        if entry["call"] is None and not torch.compiler.is_compiling():
+            entry["call"] = (args, kwargs, grad_mode())
+
+    def compile(model=None, **options):
+        if model is None:
+            return lambda fn: compile(fn, **options)
+        compiled = real(model, **options)
+        entry = {"original": model, "compiled": compiled, "call": None}
+        entries.append(entry)
+        if isinstance(compiled, torch.nn.Module):
+            compiled.register_forward_pre_hook(lambda _m, a, kw: keep(entry, a, kw),
+                                               with_kwargs=True)
+            return compiled
+
+        def call(*args, **kwargs):
+            keep(entry, args, kwargs)
+            return compiled(*args, **kwargs)
+        return call
+
+    torch.compile = compile
+    return entries
+
+
+def tensors(value) -> list:
+    return [leaf for leaf in tree_flatten(value)[0] if isinstance(leaf, torch.Tensor)]
+
+
+def caller(fn, args, kwargs, grads):
+    def call():
+        out = fn(*args, **kwargs)
+        if grads is not None:
+            torch.autograd.backward([t for t in tensors(out) if t.requires_grad], grads)
+    return call
+
+
+def events_ms(fn, calls: int, samples: int = 20) -> float:
+    """Median over `samples` blocks of `calls` calls, CUDA events on the current stream."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(samples):
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return statistics.median(times)
+
+
+def timer_ms(fn) -> float:
+    """Timer's median; with this process's thread count, since Timer's default (1 thread)
+    changes Dynamo's GLOBAL_STATE guard, so the compiled callable would be compiled again
+    and a different graph timed."""
+    from torch.utils.benchmark import Timer
+    timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    return timer.blocked_autorange(min_run_time=1.0).median * 1e3
+
+
+def e2e(entry: dict, calls: int) -> dict:
+    """Eager and compiled on the first call's arguments, in its grad mode; with backward when
+    the outputs require grad (random output gradients)."""
+    args, kwargs, mode = entry["call"]
+    out = {}
+    with GRAD_MODES[mode]():
+        outs = [t for t in tensors(entry["original"](*args, **kwargs)) if t.requires_grad]
+        grads = [torch.randn_like(t) for t in outs] if mode == "grad" and outs else None
+        for side, fn in (("eager", entry["original"]), ("compiled", entry["compiled"])):
+            call = caller(fn, args, kwargs, grads)
+            for _ in range(3):
+                call()
+            out[side] = {"timer_ms": timer_ms(call), "our_clock_here_ms": events_ms(call, calls),
+                         "our_clock_here_10x_calls_ms": events_ms(call, 10 * calls)}
+    return out
+
+
+# ------------------------------------------------------------------ Inductor's kernel harness
+
+def harness_modules() -> dict[str, object]:
+    """Inductor's per-kernel benchmark modules loaded in this process, by kernel name."""
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    loaded = list(PyCodeCache.modules) + list(getattr(PyCodeCache, "modules_no_attr", {}).values())
+    out = {}
+    for module in loaded + list(sys.modules.values()):
+        if not hasattr(module, "benchmark_all_configs"):
+            continue
+        for value in vars(module).values():
+            if isinstance(value, CachingAutotuner):
+                out[value.fn.__name__] = module
+    return out
+
+
+def config_dict(config) -> dict:
+    out = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+    if getattr(config, "maxnreg", None):
+        out["maxnreg"] = config.maxnreg
+    return out
+
+
+def kernel(module, name: str, config: dict | None, flush) -> dict:
+    """The kernel launched alone through its harness, with `config` where it is one of its own."""
+    autotuner = getattr(module, name)
+    if config and autotuner.configs:
+        autotuner.configs = [c for c in autotuner.configs
+                             if config_dict(c) == config] or autotuner.configs
+    args = module.get_args()
+    return bench_launch(lambda: module.call(args), name, flush)
+
+
+def reference(request: dict) -> dict:
+    import torch._inductor.config as inductor_config
+    inductor_config.force_disable_caches = True
+    inductor_config.benchmark_kernel = True
+    inductor_config.compile_threads = 1
+    entries = record_compiles()
+    with open(request["script"], encoding="utf-8") as fh:
+        code = compile(fh.read(), request["script"], "exec")
+    with contextlib.redirect_stdout(sys.stderr):
+        exec(code, {"__name__": "__main__", "__file__": request["script"]})
+    flush, modules = l2_flush(), harness_modules()
+    kernels = {name: kernel(modules[name], name, config, flush)
+               for name, config in request["kernels"].items() if name in modules}
+    calls = {int(index): n for index, n in request["calls"].items()}
+    return {"kernels": kernels,
+            "e2e": {index: e2e(entries[index], n) for index, n in calls.items()
+                    if index < len(entries) and entries[index]["call"] is not None}}
+
+
+def main() -> None:
+    if sys.argv[1:] == ["overhead"]:
+        answer = {"environment": environment(), "do_bench_overhead": overhead()}
+    elif sys.argv[1:] == ["reference"]:
+        answer = reference(json.load(sys.stdin))
+    else:
+        sys.exit(__doc__)
+    print(json.dumps(answer, default=str))
+
+
+if __name__ == "__main__":
+    main()
