@@ -41,7 +41,7 @@ const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onCha
 const run = new RunPanel($("#run"), settings, {
   errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
   onCompile: (id) => panes.showCompile(id),
-  onStage: (id, stage) => { panes.panes[0].choose({ compile: id, stage }); },
+  onStage: (id, stage) => { panes.panes[0].choose(id ? { compile: id, stage } : { stage }); },
 });
 
 function recolorEditor() {

@@ -7,6 +7,7 @@ import { h, clear, lineLink, safeUrl } from "./dom.js";
 import { stageList } from "./stages.js";
 
 const TABS = [["compiles", "Compiles"], ["breaks", "Graph breaks"], ["output", "Output"]];
+const RUN = "—"; // the row of the whole run's stages (timings): events without a compile id
 
 export class RunPanel {
   constructor(root, settings, { errorKinds, onLine, onCompile, onStage, onChange }) {
@@ -58,7 +59,7 @@ export class RunPanel {
   }
 
   stage(event) {
-    const id = event.compile_id ?? "—";
+    const id = event.compile_id ?? RUN;
     if (!this.stages.has(id)) this.stages.set(id, []);
     this.stages.get(id).push({ stage: event.stage, t: event.t });
     this.renderCompiles();
@@ -136,17 +137,20 @@ export class RunPanel {
     const frame = compile?.frame;
     const events = this.stages.get(id) ?? [];
     const labels = Object.fromEntries(stageList(compile));
+    const compileId = id === RUN ? null : id;
     const chips = events.length ? events.map((e) => {
       const known = labels[e.stage]; // else a progress marker: graph_break, recompile
       return h("button", { class: `chip stage ${known ? "" : "marker"}`, title: known ? `Show ${known} in the first pane` : e.stage,
-                           onclick: known ? () => this.onStage(id, e.stage) : null },
+                           onclick: known ? () => this.onStage(compileId, e.stage) : null },
         e.stage, h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
     }) : stageList(compile).filter(([stage]) => compile?.stages?.[stage]).map(([stage, label]) =>
       h("button", { class: "chip stage", title: `Show ${label} in the first pane`,
                     onclick: () => this.onStage(id, stage) }, stage));
     return h("div", { class: "compile-row", dataset: { compile: id } },
-      h("button", { class: "compile-id", title: "Show this compile in every pane", onclick: () => this.onCompile(id) }, id),
-      h("span", { class: "frame" }, frame?.name ?? "", frame?.line ? [" ", lineLink(frame.line, this.onLine)] : ""),
+      compileId ? h("button", { class: "compile-id", title: "Show this compile in every pane",
+                                onclick: () => this.onCompile(id) }, id) : h("strong", {}, "run"),
+      h("span", { class: "frame" }, compileId ? frame?.name ?? "" : "after the script",
+        frame?.line ? [" ", lineLink(frame.line, this.onLine)] : ""),
       h("div", { class: "chips" }, chips));
   }
 
