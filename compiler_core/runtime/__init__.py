@@ -13,14 +13,16 @@ if TYPE_CHECKING:
 
 
 def capture_this_process(stream: IO[str], user_file: str) -> CaptureSession:
-    """Capture in the calling process as a CPU job does (settings, hooks, `torch.compile`
-    recording with no compile defaults), records to `stream`; for benches that measure
-    capture's cost. Views are emitted only when the caller calls `emit_views()`."""
+    """Capture in the calling process as a job does (capture's settings, the hooks,
+    `torch.compile` recording with no compile defaults), records to `stream`; for benches that
+    measure capture's cost (the timings' settings stay off). Views are emitted only when the
+    caller calls `emit_views()`."""
     from ..report.records import RecordWriter
     from .callables import CompileRecorder
     from .capture import CaptureSession
-    from .config import configure_job
-    configure_job("cpu")
+    from .config import configure_capture, configure_process
+    configure_process()
+    configure_capture()
     session = CaptureSession(RecordWriter(stream), user_file)
     session.attach()
     CompileRecorder(session.writer, {}, user_file).install()
