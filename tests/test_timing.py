@@ -9,7 +9,8 @@ import torch
 from compiler_core import Options
 from compiler_core.report.plots import kernel_figure
 from compiler_core.runtime.measure.clocks import summary
-from compiler_core.runtime.measure.inputs import compare, fresh_like
+from compiler_core.runtime.measure.accuracy import compare, verdict
+from compiler_core.runtime.measure.inputs import fresh_like
 
 SCRIPT = '''
 import torch
@@ -42,6 +43,48 @@ def result(worker, tmp_path_factory):
     path = tmp_path_factory.mktemp("timing") / "timing_script.py"
     path.write_text(SCRIPT)
     result = worker.run(SCRIPT, Options(device="cpu"), user_file=str(path))
+    assert result["error"] is None, result["error"]
+    return result
+
+
+REPLAYED = '''
+import torch
+
+class Gate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        if x.sum() > 0:  # the branch depends on the values: a graph break
+            return self.lin(x).relu()
+        return self.lin(-x).sigmoid()
+
+gate = torch.compile(Gate())
+gate(torch.ones(4, 8))
+gate(-torch.ones(6, 8))
+with torch.no_grad():
+    gate(torch.ones(3, 8))
+    gate(-torch.ones(5, 8))
+
+def bump(x):
+    x.add_(1)
+    return x * 2
+
+torch.compile(bump)(torch.zeros(16))
+
+scale = 2.0
+def scaled(x):
+    return x * scale
+
+torch.compile(scaled)(torch.randn(8))
+scale = 3.0  # the guard on `scale` fails now: calling again would compile again
+'''
+
+
+@pytest.fixture(scope="module")
+def replayed(worker):
+    result = worker.run(REPLAYED, Options(device="cpu"))
     assert result["error"] is None, result["error"]
     return result
 
@@ -182,3 +225,38 @@ def test_argument_bytes_counts_each_kernels_tensor_arguments(monkeypatch):
         second.run(torch.empty(4, 4, dtype=torch.bfloat16), 16, stream=0)
         first.run(torch.empty(1), stream=0)  # a second launch: the first one counts
     assert argument_bytes(call) == {"triton_poi_a": 80, "triton_red_b": 32}
+
+
+def test_each_call_is_timed_as_it_ran_whatever_branch_its_values_take(replayed):
+    gates = timings_of(replayed, "Gate")
+    assert [t.get("error") for t in gates] == [None] * 4, gates
+    assert [t["grad_mode"] for t in gates] == ["grad", "grad", "no_grad", "no_grad"]
+    assert [t["mode"] for t in gates] == ["forward+backward"] * 2 + ["call"] * 2
+    assert all(t["correctness"]["ok"] is True for t in gates)
+    assert all(t["e2e"]["warm"]["speedup"]["median"] > 0 for t in gates)
+
+
+def test_a_callable_that_mutates_its_inputs_is_timed_on_restored_inputs(replayed):
+    (bump,) = timings_of(replayed, "bump")
+    assert "error" not in bump and bump["correctness"]["ok"] is True
+    assert "restored" in bump["inputs"] and bump["e2e"]["warm"]["calls_per_sample"] == 1
+
+
+def test_a_call_that_would_compile_again_says_why_in_one_line(replayed):
+    (scaled,) = timings_of(replayed, "scaled")
+    assert scaled["error"].startswith("not timed: ") and "compile again" in scaled["error"]
+    assert "\n" not in scaled["error"] and "scale" in scaled["error"]
+
+
+def test_correctness_is_judged_against_float64_as_the_benchmark_runner_does():
+    torch.manual_seed(0)
+    exact = torch.randn(4096, dtype=torch.float64)
+    eager = (exact + 1e-3 * torch.randn(4096, dtype=torch.float64)).float()
+    reordered = (exact + 1e-3 * torch.randn(4096, dtype=torch.float64)).float()
+    assert compare(eager, reordered)["ok"] is False  # a fixed tolerance calls it a mismatch
+    judged = verdict(eager, reordered, exact)
+    assert judged["ok"] is True and judged["reference"] == "float64"
+    assert judged["rmse_vs_float64"]["compiled"] == pytest.approx(1e-3, rel=0.2)
+    wrong = verdict(eager, eager + 0.05, exact)
+    assert wrong["ok"] is False and wrong["max_abs"] == pytest.approx(0.05, rel=1e-3)
+    assert verdict(eager, reordered, None)["reference"] == "eager"

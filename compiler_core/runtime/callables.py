@@ -1,6 +1,10 @@
 """`torch.compile` as the script sees it: the job's options as defaults, and a record of each
 compiled callable with the arguments of its calls (so eager and compiled can be timed on them).
 
+A recorded call keeps a snapshot of its arguments as they were when the call began (same
+values, sizes, strides and storage offset, so the compiled callable's guards pass again) and the
+grad mode it ran in: timing replays exactly the call that ran, not one like it.
+
 The real `torch.compile` still does all the work; the wrapper only fills defaults and listens.
 """
 
@@ -11,10 +15,39 @@ import sys
 from dataclasses import dataclass, field
 
 import torch
+from torch.utils._pytree import tree_map
 
 from ..report.records import RecordWriter
 
 MAX_SIGNATURES = 4  # distinct argument signatures kept per callable
+
+
+@dataclass
+class RecordedCall:
+    args: tuple
+    kwargs: dict
+    grad_mode: str  # "grad", "no_grad" or "inference_mode"
+
+
+def grad_mode_now() -> str:
+    if torch.is_inference_mode_enabled():
+        return "inference_mode"
+    return "grad" if torch.is_grad_enabled() else "no_grad"
+
+
+def snapshot(value):
+    """A copy of a tensor argument with its own storage laid out as the original's; other
+    values as they are (Dynamo guards on them by value)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    with torch.no_grad():
+        if type(value) is torch.Tensor and value.layout == torch.strided:
+            copy = torch.empty(0, dtype=value.dtype, device=value.device)
+            copy.set_(value.untyped_storage().clone(), value.storage_offset(), value.size(),
+                      value.stride())
+        else:  # parameters, subclasses, sparse: a plain clone
+            copy = value.detach().clone()
+    return copy.requires_grad_(value.requires_grad)
 
 
 @dataclass
@@ -24,7 +57,7 @@ class CompiledCallable:
     kind: str  # "function" or "module"
     original: object
     compiled: object
-    calls: list[tuple[tuple, dict]] = field(default_factory=list)
+    calls: list[RecordedCall] = field(default_factory=list)
     signatures: list[tuple] = field(default_factory=list)
 
 
@@ -97,6 +130,7 @@ class CompileRecorder:
         if signature in entry.signatures or len(entry.signatures) >= MAX_SIGNATURES:
             return
         entry.signatures.append(signature)
-        entry.calls.append((args, kwargs))
+        entry.calls.append(RecordedCall(tree_map(snapshot, args), tree_map(snapshot, kwargs),
+                                        grad_mode_now()))
         self.writer.emit("compiled_call", None, None, callable=entry.index,
                          arguments=list(signature))

@@ -66,7 +66,7 @@ function card(entry, env, figures) {
   return h("article", { class: "timing-card" }, head,
     verdict(entry.correctness),
     h("p", { class: "muted" }, `${entry.mode === "forward+backward" ? "forward and backward" : "one call"} ` +
-      `under ${entry.grad_mode} · clock: ${entry.clock}`),
+      `under ${entry.grad_mode} · on ${entry.inputs ?? "the recorded arguments"} · clock: ${entry.clock}`),
     endToEnd(entry),
     launches(entry.kernels),
     entry.notes.map((note) => h("p", { class: "note" }, note)),
@@ -81,14 +81,20 @@ function card(entry, env, figures) {
 }
 
 function verdict(c) {
-  const errors = () => `max abs error ${magnitude(c.max_abs)}, max rel ${magnitude(c.max_rel)}`;
+  const errors = () => `max abs error ${magnitude(c.max_abs)}, max rel ${magnitude(c.max_rel)}` +
+    (c.rmse_vs_float64 ? `; RMSE against float64: compiled ${magnitude(c.rmse_vs_float64.compiled)}, ` +
+      `eager ${magnitude(c.rmse_vs_float64.eager)}` : "") +
+    (c.cosine != null ? `; cosine similarity ${c.cosine.toFixed(5)}` : "");
+  const judged = c.reference === "float64"
+    ? "judged as PyTorch's benchmark runner does, against a float64 run"
+    : "judged against eager (the callable could not run in float64)";
   if (c.ok === true) {
     return h("p", { class: "verdict ok" },
-      `✓ Same output: compiled matches eager (${errors()}; ${c.dtypes.join(", ")})`);
+      `✓ Same output: compiled matches eager, ${judged} (${errors()}; ${c.dtypes.join(", ")})`);
   }
   if (c.ok === false) {
     return h("p", { class: "verdict mismatch" },
-      `✗ Mismatch: compiled output differs from eager (${c.reason ?? errors()})`);
+      `✗ Mismatch: compiled output differs from eager, ${judged} (${c.reason ?? errors()})`);
   }
   return h("p", { class: "verdict unknown" },
     `? Not comparable: ${c.reason.replace(/^not comparable:\s*/, "")}. ` +

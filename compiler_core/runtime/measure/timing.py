@@ -2,8 +2,9 @@
 called with (job process side, after the script ran).
 
 Per recorded call (`CompileRecorder`: up to 4 argument signatures per callable):
-- fresh inputs, the script's grad mode, and correctness first (`inputs`): a mismatch is reported
-  as a mismatch, never as a speed-up;
+- the call as the script made it (`replay`: its arguments and grad mode; never a compile), and
+  correctness first (`accuracy`, as PyTorch's benchmark runner judges it): a mismatch is
+  reported as a mismatch, never as a speed-up;
 - end to end (`clocks`): blocks of calls timed interleaved, median and IQR per call, after
   warm-up. GPU series: `warm` (L2 as the previous call left it), `cold` (one call after an L2
   flush of 4x its size), and `cudagraphs` (the callable compiled again with
@@ -19,9 +20,11 @@ import torch
 
 from ...report.plots import kernel_figure, roofline_figure
 from .clocks import CpuClock, CudaClock, interleaved, measure_peaks, plan, speedup
-from .inputs import GRAD_MODES, backward_grads, caller, check, fresh_inputs, grad_mode_of
+from .accuracy import check
+from .inputs import backward_grads, caller
 from .profile import profile_cpu, profile_cuda
 from .rates import add_rates, kernel_estimates, totals
+from .replay import Replay, untimed_reason
 
 PROFILED_CALLS = 10
 TOTAL_BUDGET_S = 60.0
@@ -64,17 +67,27 @@ def reduce_overhead(entry, real_compile, args, kwargs, grads):
     return step
 
 
-def end_to_end(calls: dict, device: Device, cudagraphs) -> dict:
+def end_to_end(calls: dict, device: Device, cudagraphs, replay: Replay) -> dict:
+    """Warm (and on a GPU cold and CUDA-graph) series. A callable that mutates its inputs is
+    timed one call per sample, its inputs restored before each (outside the timed span)."""
     out = {}
     n, blocks = plan(calls, device.clock, device.kind)
-    out["warm"] = {**interleaved(calls, device.clock, n, blocks), "calls_per_sample": n}
+    restore = replay.restore if replay.mutates else None
+    if restore:
+        n = 1
+    out["warm"] = {**interleaved(calls, device.clock, n, blocks, before=restore),
+                   "calls_per_sample": n}
     if device.kind == "cuda":
-        out["cold"] = {**interleaved(calls, device.clock, 1, blocks, before=device.flush),
+        def cold():
+            replay.restore()
+            device.flush()
+        out["cold"] = {**interleaved(calls, device.clock, 1, blocks, before=cold),
                        "calls_per_sample": 1, "l2_flush_bytes": device.flush.bytes}
         if cudagraphs is not None:
             graphed = {"eager": calls["eager"], "cudagraphs": cudagraphs}
             n, blocks = plan(graphed, device.clock, device.kind)
-            out["cudagraphs"] = {**interleaved(graphed, device.clock, n, blocks),
+            n = 1 if restore else n
+            out["cudagraphs"] = {**interleaved(graphed, device.clock, n, blocks, before=restore),
                                  "calls_per_sample": n,
                                  "label": "compiled with mode='reduce-overhead' (CUDA graphs)"}
     for series in out.values():
@@ -100,12 +113,15 @@ def per_kernel(calls: dict, device: Device, e2e: dict) -> dict:
             "totals": {name: totals(rows[name], e2e[basis][name]["median_ms"]) for name in rows}}
 
 
-def measure_call(entry, call: tuple, device: Device, real_compile) -> dict:
-    args, kwargs = fresh_inputs(call)
-    grad_mode = grad_mode_of(entry.compiled, args, kwargs)
-    with GRAD_MODES[grad_mode]():
-        correctness = check(entry.original, entry.compiled, args, kwargs)
-        grads = backward_grads(entry.original, args, kwargs) if grad_mode == "grad" else None
+def measure_call(entry, call, device: Device, real_compile) -> dict:
+    replay = Replay(call)
+    replay.probe(entry.compiled)
+    args, kwargs, grad_mode = replay.args, replay.kwargs, replay.grad_mode
+    with replay.grad_context():
+        correctness = check(entry.original, entry.compiled, replay)
+        grads = None
+        if grad_mode == "grad":
+            grads = backward_grads(entry.original, *replay.fresh_copies())
         calls = {"eager": caller(entry.original, args, kwargs, grads),
                  "compiled": caller(entry.compiled, args, kwargs, grads)}
         for fn in list(calls.values()) * 3:  # warm-up
@@ -113,7 +129,7 @@ def measure_call(entry, call: tuple, device: Device, real_compile) -> dict:
         cudagraphs = None
         if device.kind == "cuda":
             cudagraphs = reduce_overhead(entry, real_compile, args, kwargs, grads)
-        e2e = end_to_end(calls, device, cudagraphs)
+        e2e = end_to_end(calls, device, cudagraphs, replay)
         kernels = per_kernel(calls, device, e2e)
     notes = []
     if correctness["ok"] is False:
@@ -123,6 +139,9 @@ def measure_call(entry, call: tuple, device: Device, real_compile) -> dict:
     return {"device": device.kind,
             "clock": device.clock.label, "grad_mode": grad_mode,
             "mode": "forward+backward" if grads is not None else "call",
+            "inputs": "the recorded arguments" + (", restored before each sample (the "
+                                                  "callable changes them)" if replay.mutates
+                                                  else ""),
             "correctness": correctness, "e2e": e2e, "kernels": kernels, "peaks": device.peaks,
             "plots": {"kernels": kernel_figure(kernels, device.kind),
                       "roofline": roofline_figure(kernels["compiled"], device.peaks)},
@@ -145,7 +164,6 @@ def measure_all(recorder, session, device_kind: str) -> None:
                 with session.paused():
                     meta = measure_call(entry, call, device, recorder.real_compile)
             except Exception as exc:  # one callable failing to time costs its timing only
-                session.writer.emit("timing", None, None, **head,
-                                    error=f"{type(exc).__name__}: {exc}")
+                session.writer.emit("timing", None, None, **head, error=untimed_reason(exc))
                 continue
             session.writer.emit("timing", None, None, **head, **meta)
