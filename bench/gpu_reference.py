@@ -11,8 +11,9 @@ arguments and grad mode of its first call, Inductor's per-kernel benchmark harne
 - per Triton kernel: `triton.testing.do_bench` (median, L2 flushed) of the kernel through its
   harness with the given config; and the same kernel alone under torchbolt's method, redone
   here with the profiler (median device time, L2 flushed before each launch);
-- per callable, eager and compiled: `torch.utils.benchmark.Timer.blocked_autorange` (median);
-  and CUDA events around blocks of the given calls per sample, and of 10x as many (median of 20).
+- per callable, eager and compiled: `triton.testing.do_bench` (median; L2 flushed before each
+  call, its default), `torch.utils.benchmark.Timer.blocked_autorange` (median); and CUDA events
+  around blocks of the given calls per sample, and of 10x as many (median of 20).
 `overhead`: what do_bench adds to a kernel (do_bench of an empty kernel minus its device time).
 The script's own output goes to stderr; the last line of stdout is the JSON answer.
 """
@@ -177,7 +178,9 @@ def e2e(entry: dict, calls: int) -> dict:
             call = caller(fn, args, kwargs, grads)
             for _ in range(3):
                 call()
-            out[side] = {"timer_ms": timer_ms(call), "our_clock_here_ms": events_ms(call, calls),
+            from triton.testing import do_bench
+            out[side] = {"do_bench_ms": do_bench(call, return_mode="median"),
+                         "timer_ms": timer_ms(call), "our_clock_here_ms": events_ms(call, calls),
                          "our_clock_here_10x_calls_ms": events_ms(call, 10 * calls)}
     return out
 

@@ -89,6 +89,7 @@ def test_jobs_in_standby_interpreters_give_the_same_results(monkeypatch):
     fresh = Worker().start()
     try:
         fresh.wait_ready()
+        assert fresh._standby is not None  # the first job's process warms up from the start
         result = fresh.run("import torch\nf = torch.compile(lambda x: x.sin() + 1)\n"
                            "print(f(torch.zeros(2)))\nraise KeyError('k')\n", Options(device="cpu"))
         # The next job's interpreter may still be warming up: its time limit starts after that.

@@ -207,10 +207,10 @@ def test_summary_quartiles():
     assert (stats["q1_ms"], stats["median_ms"], stats["q3_ms"]) == (2.0, 3.0, 4.0)
 
 
-def test_argument_bytes_counts_each_kernels_tensor_arguments(monkeypatch):
+def test_launch_capture_keeps_each_kernels_first_launch(monkeypatch):
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
-    from compiler_core.runtime.measure.rates import argument_bytes
+    from compiler_core.runtime.measure.alone import argument_bytes, capture_launches
 
     monkeypatch.setattr(CachingAutotuner, "run", lambda self, *args, **kwargs: None)
 
@@ -224,7 +224,10 @@ def test_argument_bytes_counts_each_kernels_tensor_arguments(monkeypatch):
         first.run(torch.empty(10), torch.empty(5, dtype=torch.float64), 10, stream=0)
         second.run(torch.empty(4, 4, dtype=torch.bfloat16), 16, stream=0)
         first.run(torch.empty(1), stream=0)  # a second launch: the first one counts
-    assert argument_bytes(call) == {"triton_poi_a": 80, "triton_red_b": 32}
+    launches = capture_launches(call)
+    assert argument_bytes(launches) == {"triton_poi_a": 80, "triton_red_b": 32}
+    autotuner, args, kwargs = launches["triton_poi_a"]
+    assert autotuner is first and args[2] == 10 and kwargs == {"stream": 0}
 
 
 def test_each_call_is_timed_as_it_ran_whatever_branch_its_values_take(replayed):

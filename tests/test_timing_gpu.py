@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from compiler_core import Options
-from compiler_core.gpu_gallery import list_examples
+from compiler_core import list_gpu_examples as list_examples
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 EXAMPLES = {e.slug: e for e in list_examples()}
@@ -18,7 +18,7 @@ def results(worker):
     in a standby interpreter: see compiler_core.supervisor.worker.Standby)."""
     return {slug: worker.run(EXAMPLES[slug].source, Options(device="cuda"),
                              user_file=EXAMPLES[slug].path)
-            for slug in ("pointwise_chain", "matmul_epilogue")}
+            for slug in ("pointwise_chain", "matmul_epilogue", "resnet18")}
 
 
 def test_fused_pointwise_chain_is_one_kernel_near_peak_bandwidth(results):
@@ -27,16 +27,18 @@ def test_fused_pointwise_chain_is_one_kernel_near_peak_bandwidth(results):
     (timing,) = result["timings"]
     assert timing["device"] == "cuda" and "CUDA events" in timing["clock"]
     assert timing["correctness"]["ok"] is True
-    assert set(timing["e2e"]) == {"warm", "cold", "cudagraphs"}
+    assert list(timing["e2e"]) == ["warm", "cold", "throughput", "cudagraphs"]
+    assert timing["e2e"]["warm"]["calls_per_sample"] == 1  # each call timed on its own
     assert timing["e2e"]["warm"]["speedup"]["median"] > 1.5
     kernels = timing["kernels"]
     (fused,) = [r for r in kernels["compiled"] if r["kind"] == "triton"]
     assert kernels["totals"]["compiled"]["launches_per_call"] == 1
     assert kernels["totals"]["eager"]["launches_per_call"] >= 5
-    assert fused["grid"] and fused["registers"] > 0
-    assert 20 < fused["pct_peak_bandwidth"] < 120
+    assert fused["grid"] and fused["registers"] > 0 and fused["us_alone"] > 0
+    assert 20 < fused["pct_peak_bandwidth"] <= 100
     peaks = timing["peaks"]
     assert 1000 < peaks["copy_gbps"] < 8000 and 100 < peaks["bf16_tflops"] < 1500
+    assert peaks["copy_gbps"] < peaks["bandwidth_gbps"]  # the data sheet's peak, where known
 
 
 def test_triton_stages_and_launch_metadata_of_what_ran(results):
@@ -71,3 +73,14 @@ def test_gallery_graph_break_runs_on_the_gpu_through_the_worker(worker):
     kinds = {k["kind"] for c in result["compiles"] for k in c["kernels"]}
     assert kinds == {"triton"}
     assert all("triton_ptx" in c["stages"] for c in result["compiles"] if c["kernels"])
+
+
+def test_resnet18_passes_the_accuracy_check_pytorch_uses(results):
+    """Inductor folds batch norm into the convolutions: fp32 results move by more than a fixed
+    tolerance, and the float64-referenced check of PyTorch's benchmark runner still passes."""
+    result = results["resnet18"]
+    assert result["error"] is None, result["error"]
+    (timing,) = result["timings"]
+    correctness = timing["correctness"]
+    assert correctness["ok"] is True and correctness["reference"] == "float64", correctness
+    assert timing["e2e"]["warm"]["speedup"]["median"] > 0

@@ -36,17 +36,17 @@ def kernel_figure(kernels: dict, device_kind: str) -> dict:
 
 
 def roofline_figure(rows: list[dict], peaks: dict | None) -> dict | None:
-    """Compiled kernels at (FLOP per byte, TFLOP/s) under the measured bandwidth and bf16 roofs."""
+    """Compiled kernels at (FLOP per byte, TFLOP/s) under the bandwidth and bf16 roofs."""
     points = [r for r in rows if r.get("gb_per_call") and r.get("flop_per_call")]
     if not peaks or not points:
         return None
     intensity = [r["flop_per_call"] / (r["gb_per_call"] * 1e9) for r in points]
     low = min(intensity + [0.1]) / 4
-    high = max(intensity + [4 * peaks["bf16_tflops"] / (peaks["copy_gbps"] / 1e3)])
+    high = max(intensity + [4 * peaks["bf16_tflops"] / (peaks["bandwidth_gbps"] / 1e3)])
     xs = [low * (high / low) ** (i / 63) for i in range(64)]
-    roof = [min(peaks["bf16_tflops"], x * peaks["copy_gbps"] / 1e3) for x in xs]
+    roof = [min(peaks["bf16_tflops"], x * peaks["bandwidth_gbps"] / 1e3) for x in xs]
     return {"data": [
-        {"type": "scatter", "mode": "lines", "x": xs, "y": roof, "name": "roof (measured)",
+        {"type": "scatter", "mode": "lines", "x": xs, "y": roof, "name": "roof",
          "hovertemplate": "%{x:.2f} FLOP/B: %{y:.1f} TFLOP/s<extra>roof</extra>"},
         {"type": "scatter", "mode": "markers+text", "x": intensity,
          "y": [r["tflops"] for r in points],

@@ -32,22 +32,24 @@ from ..options import OUTPUT_FILE_LIMIT, Options
 MAX_MESSAGE = 1 << 16
 
 
-def warm_up(compile_once: bool) -> None:
-    """Pay torch's import and, with `compile_once`, Inductor's first-compile cost before any
-    job. Without it (a GPU machine) CUDA is initialised instead: there a first CPU compile,
-    C++ toolchain and all, took about a minute on the H200 machine, more than it saves a GPU job."""
+def warm_up(device: str) -> None:
+    """Pay torch's import and Inductor's first compile on `device` before any job: Dynamo,
+    AOTAutograd, Inductor's lowering and codegen, and the kernel compiler (C++ or Triton).
+    The zygote warms on the CPU; on a GPU machine each job's process (forked ahead of its job,
+    see `supervisor/worker.py`) initialises CUDA and compiles once on it instead (a fork cannot
+    inherit CUDA; a CPU compile there, C++ toolchain and all, took about a minute on the H200
+    machine, more than it saves a GPU job)."""
     import torch
     import torch._dynamo
     from torch._inductor import compile_fx  # noqa: F401  (import cost is the point)
 
     from .config import configure_process
     configure_process()
-    if compile_once:
-        torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8))
-        torch._dynamo.reset()
-    else:
+    if device == "cuda":
         import triton  # noqa: F401
         torch.cuda.init()
+    torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8, device=device))
+    torch._dynamo.reset()
 
 
 def needs_fresh_process() -> bool:
@@ -90,7 +92,7 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
     os.environ["TRITON_CACHE_DIR"] = os.path.join(slot["job_dir"], "triton-cache")
     if slot["warm_fresh"]:  # before the file-size cap: a precompiled header can pass 64 MB
         import torch
-        warm_up(compile_once=not torch.cuda.is_available())
+        warm_up("cuda" if torch.cuda.is_available() else "cpu")
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit raises instead
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
@@ -154,7 +156,7 @@ def zygote_main() -> None:
     started = time.monotonic()
     fresh = needs_fresh_process()
     if not fresh:
-        warm_up(compile_once=True)
+        warm_up("cpu")
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
     warm_dir = None if fresh else default_cache_dir()  # what jobs may read of the warm-up
     lock = threading.Lock()

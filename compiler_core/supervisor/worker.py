@@ -102,10 +102,19 @@ class Worker:
         return self
 
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> float:
+        """Wait for the zygote; where each job gets a fresh process (a GPU machine), also open
+        the first job's process now, so that it has warmed up (CUDA, a first compile) before
+        the first job arrives. Returns the zygote's warm-up seconds."""
+        self._await_ready(timeout)
+        with self._lock:
+            if self.fresh_process_per_job and self._standby is None:
+                self._standby = self._open_slot(Options().disk_mb)
+        return self.warm_s or 0.0
+
+    def _await_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
         if not self._ready.wait(timeout):
             raise WorkerError(f"the worker did not start within {timeout:.0f} s "
                               f"(log: {self._log_path})")
-        return self.warm_s or 0.0
 
     def close(self) -> None:
         for slot in list(self._slots.values()):
@@ -154,7 +163,7 @@ class Worker:
         """Run `job` to its end (one job at a time per worker); its result is `job.result`.
         The job's `user_file` names the script (its base name is kept); it is never read."""
         with self._lock:
-            self.start().wait_ready()
+            self.start()._await_ready()
             slot, self._standby = self._standby, None
             if slot is None or slot.name not in self._slots:
                 slot = self._open_slot(job.options.disk_mb)

@@ -8,6 +8,7 @@ import { h, clear } from "./dom.js";
 import { loadPlotly } from "./graph.js";
 
 const RATES = [ // optional kernel columns (GPU): [row key, header, format]
+  ["us_alone", "alone, per launch (as do_bench)", (v) => duration(v / 1e3)],
   ["gbps", "GB/s", (v) => v.toFixed(0)],
   ["pct_peak_bandwidth", "% peak BW", (v) => `${v.toFixed(0)}%`],
   ["tflops", "TFLOP/s", (v) => v.toFixed(1)],
@@ -70,7 +71,8 @@ function card(entry, env, figures) {
     endToEnd(entry),
     launches(entry.kernels),
     entry.notes.map((note) => h("p", { class: "note" }, note)),
-    entry.peaks ? h("p", { class: "muted" }, `Peaks: ${entry.peaks.copy_gbps.toFixed(0)} GB/s copy, ` +
+    entry.peaks ? h("p", { class: "muted" }, `Peaks: ${entry.peaks.bandwidth_gbps.toFixed(0)} GB/s memory ` +
+      `bandwidth (${entry.peaks.bandwidth_source}; a 1 GiB copy reached ${entry.peaks.copy_gbps.toFixed(0)} GB/s), ` +
       `${entry.peaks.bf16_tflops.toFixed(0)} TFLOP/s bf16 (${entry.peaks.how})`) : null,
     Object.values(entry.plots).filter(Boolean).map((figure) => {
       const plot = h("div", { class: "timing-plot" });
@@ -102,13 +104,15 @@ function verdict(c) {
 }
 
 function endToEnd(entry) {
-  const labels = { warm: `${entry.device === "cuda" ? "GPU" : "CPU"}, warm`,
+  const gpu = entry.device === "cuda";
+  const labels = { warm: gpu ? "GPU, warm, each call on its own" : "CPU, warm",
                    cold: "GPU, cold (L2 flushed before each call)",
+                   throughput: "GPU, back-to-back calls",
                    cudagraphs: "GPU, CUDA graphs (mode='reduce-overhead')" };
   const cell = (stats) => h("td", {}, duration(stats.median_ms),
     h("small", { class: "muted" }, ` IQR ${duration(stats.q1_ms)}–${duration(stats.q3_ms)}`));
   const row = (name, s) => h("tr", { dataset: { series: name } },
-    h("th", { title: s.label ?? `${s.eager.samples} samples of ${s.calls_per_sample} calls` }, labels[name]),
+    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}` }, labels[name]),
     cell(s.eager), cell(s.compiled ?? s.cudagraphs),
     s.speedup ? h("td", { class: "speedup" }, speedupText(s.speedup))
       : h("td", { class: "speedup mismatch" }, "not reported (outputs differ)"));

@@ -1,8 +1,10 @@
-"""Clocks and sampling: end-to-end times as medians and IQRs of interleaved blocks of calls.
+"""Clocks and sampling: end-to-end times as medians and IQRs, eager and compiled interleaved.
 
-CPU: the host clock. GPU: CUDA events on the launching stream. Eager and compiled are timed in
-blocks of calls, alternating their order, so that drift hits both alike; the device's peak
-rates (copy bandwidth, bf16 matmul) are measured on the device itself.
+CPU: the host clock, over blocks of calls. GPU: CUDA events on the launching stream, either
+around each call (`per_call`, the way `triton.testing.do_bench` times: a pair of events per
+call, the calls queued one after another, optionally something such as an L2 flush before
+each) or around blocks of back-to-back calls. Eager and compiled alternate, so that drift hits
+both alike; the device's peak rates (copy bandwidth, bf16 matmul) are measured on the device.
 """
 
 from __future__ import annotations
@@ -41,6 +43,20 @@ class CudaClock:
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
 
+    def per_call(self, fn, calls: int, before=None) -> list[float]:
+        """Milliseconds of each of `calls` calls, each between its own pair of events."""
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(calls)]
+        torch.cuda.synchronize()
+        for start, end in pairs:
+            if before:
+                before()  # enqueued before the start event: outside the timed span
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in pairs]
+
     def block(self, fn, calls: int, before=None) -> float:
         torch.cuda.synchronize()
         if before:
@@ -76,6 +92,24 @@ def interleaved(fns: dict, clock, calls: int, blocks: int, before=None) -> dict[
     return {name: summary(values) for name, values in samples.items()}
 
 
+def interleaved_per_call(fns: dict, clock: CudaClock, calls: int, blocks: int,
+                         before=None) -> dict[str, dict]:
+    """Each call timed on its own (`CudaClock.per_call`), `calls` a turn, alternating."""
+    samples = {name: [] for name in fns}
+    order = list(fns)
+    for i in range(blocks):
+        for name in (order if i % 2 == 0 else order[::-1]):
+            samples[name] += clock.per_call(fns[name], calls, before)
+    return {name: summary(values) for name, values in samples.items()}
+
+
+def plan_per_call(fns: dict, clock: CudaClock, turns: int = 10) -> int:
+    """Calls per turn for `interleaved_per_call` within the budget (5 to 100)."""
+    per_call_s = max(clock.block(fn, 1) for fn in fns.values()) / 1e3
+    total = BUDGET_S["cuda"] / (len(fns) * max(per_call_s, 1e-7))
+    return min(100, max(5, int(total / turns)))
+
+
 def plan(fns: dict, clock, device: str) -> tuple[int, int]:
     """Calls per sample and number of samples that fit the budget."""
     per_call_s = max(clock.block(fn, 1) for fn in fns.values()) / 1e3
@@ -84,14 +118,27 @@ def plan(fns: dict, clock, device: str) -> tuple[int, int]:
     return calls, min(MAX_BLOCKS, max(MIN_BLOCKS, blocks))
 
 
+# Memory bandwidth from NVIDIA's data sheets (GB/s), by a part of the device name; first match.
+BANDWIDTH_SPECS = (("H200", 4800), ("H100 PCIe", 2000), ("H100", 3350),
+                   ("A100-SXM4-80GB", 2039), ("A100 80GB PCIe", 1935), ("A100", 1555),
+                   ("L40S", 864), ("L4", 300), ("RTX 4090", 1008))
+
+
 def measure_peaks(clock: CudaClock) -> dict:
-    """Device copy bandwidth (1 GiB) and dense bf16 matmul rate (8192^3), measured now."""
+    """Device copy bandwidth (1 GiB) and dense bf16 matmul rate (8192^3), measured now; the
+    bandwidth peak is the data sheet's where known (a copy kernel reaches less)."""
     source = torch.randn(2**28, device="cuda")
     target = torch.empty_like(source)
     copy_ms = min(clock.block(lambda: target.copy_(source), 5) for _ in range(3))
     a, b = (torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     mm_ms = min(clock.block(lambda: a @ b, 5) for _ in range(3))
-    return {"copy_gbps": 2 * source.nbytes / (copy_ms * 1e-3) / 1e9,
-            "bf16_tflops": 2 * 8192**3 / (mm_ms * 1e-3) / 1e12,
+    copy_gbps = 2 * source.nbytes / (copy_ms * 1e-3) / 1e9
+    name = torch.cuda.get_device_name()
+    spec = next((gbps for part, gbps in BANDWIDTH_SPECS if part in name), None)
+    return {"copy_gbps": copy_gbps, "bf16_tflops": 2 * 8192**3 / (mm_ms * 1e-3) / 1e12,
+            "bandwidth_gbps": spec or copy_gbps,
+            "bandwidth_source": f"data sheet ({name})" if spec else "measured copy bandwidth",
             "how": "measured on this device at job time: 1 GiB device copy (bytes read and "
-                   "written), 8192^3 bf16 matmul on random data"}
+                   "written), 8192^3 bf16 matmul on random data; % of peak bandwidth is "
+                   + (f"of the data sheet's {spec} GB/s" if spec else
+                      "of the measured copy (no data-sheet figure known for this device)")}

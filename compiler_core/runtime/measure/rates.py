@@ -1,59 +1,51 @@
 """Rates of the per-kernel rows: bytes moved (Inductor's estimate) -> GB/s against the device's
-measured copy bandwidth, FLOP -> TFLOP/s against its measured bf16 matmul rate (GPU)."""
+memory bandwidth, FLOP -> TFLOP/s against its measured bf16 matmul rate (GPU). A Triton kernel's
+rate comes from its time alone (`alone.py`), like do_bench's; other kernels' from the profiler.
+The bandwidth peak is the device's data-sheet figure where torchbolt knows it (a copy kernel
+reaches less: its measured rate is shown beside it), else the measured copy bandwidth; a rate
+above that (possible only without a data-sheet figure) reads 100 % and says so."""
 
 from __future__ import annotations
 
-import torch
+from .alone import argument_bytes
 
 
-def add_rates(rows: list[dict], estimates: dict[str, dict], peaks: dict | None) -> None:
+def add_rates(rows: list[dict], estimates: dict[str, dict], peaks: dict | None,
+              alone_us: dict[str, float] | None = None) -> None:
     """Bytes (Inductor's estimate) and FLOP per call -> GB/s, TFLOP/s and % of peak."""
     for row in rows:
         estimate = estimates.get(row["name"], {})
+        if row["name"] in (alone_us or {}):
+            row["us_alone"] = alone_us[row["name"]]
         if estimate.get("num_gb"):
             row["gb_per_call"] = estimate["num_gb"] * row["launches"]
         if estimate.get("flop"):
             row["flop_per_call"] = estimate["flop"] * row["launches"]
-        seconds = row["us_per_call"] * 1e-6
+        us = row["us_alone"] * row["launches"] if "us_alone" in row else row["us_per_call"]
+        seconds = us * 1e-6
         if row.get("gb_per_call") and seconds:
             row["gbps"] = row["gb_per_call"] / seconds
             if peaks:
-                row["pct_peak_bandwidth"] = 100 * row["gbps"] / peaks["copy_gbps"]
+                share = 100 * row["gbps"] / peaks["bandwidth_gbps"]
+                row["pct_peak_bandwidth"] = min(100.0, share)
+                if share > 100:
+                    row["above_peak"] = True
         if row.get("flop_per_call") and seconds:
             row["tflops"] = row["flop_per_call"] / seconds / 1e12
-            if peaks:
-                row["pct_peak_bf16"] = 100 * row["tflops"] / peaks["bf16_tflops"]
+            if peaks:  # of the measured matmul rate: a kernel can beat it only by noise
+                row["pct_peak_bf16"] = min(100.0, 100 * row["tflops"] / peaks["bf16_tflops"])
 
 
-def kernel_estimates(call) -> dict[str, dict]:
+def kernel_estimates(launches: dict[str, tuple]) -> dict[str, dict]:
     """Bytes and FLOP per launch of each Triton kernel: Inductor's estimates (see
-    `runtime.config.configure_job`), else (torch 2.11 adds none without `benchmark_kernel`) the
-    bytes of the tensor arguments of its launches in one untimed call, each counted once."""
+    `runtime.config.configure_measure`), else (torch 2.11 adds none without `benchmark_kernel`)
+    the bytes of the tensor arguments of its captured launch (`alone.capture_launches`)."""
     from ..gpu.triton_kernels import loaded_autotuners
-    measured = argument_bytes(call)
+    measured = argument_bytes(launches)
     return {t.fn.__name__: {"num_gb": t.inductor_meta.get("kernel_num_gb") or (
                                 measured.get(t.fn.__name__, 0) / 1e9 or None),
                             "flop": t.inductor_meta.get("kernel_flop")}
             for t in loaded_autotuners()}
-
-
-def argument_bytes(call) -> dict[str, int]:
-    """Bytes of each Triton kernel's tensor arguments at its first launch during `call()`."""
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-    seen: dict[str, int] = {}
-    original = CachingAutotuner.run
-
-    def run(self, *args, **kwargs):
-        seen.setdefault(self.fn.__name__, sum(a.numel() * a.element_size() for a in args
-                                              if isinstance(a, torch.Tensor)))
-        return original(self, *args, **kwargs)
-
-    CachingAutotuner.run = run
-    try:
-        call()
-    finally:
-        CachingAutotuner.run = original
-    return seen
 
 
 def totals(rows: list[dict], e2e_ms: float | None) -> dict:

@@ -5,11 +5,13 @@ Per recorded call (`CompileRecorder`: up to 4 argument signatures per callable):
 - the call as the script made it (`replay`: its arguments and grad mode; never a compile), and
   correctness first (`accuracy`, as PyTorch's benchmark runner judges it): a mismatch is
   reported as a mismatch, never as a speed-up;
-- end to end (`clocks`): blocks of calls timed interleaved, median and IQR per call, after
-  warm-up. GPU series: `warm` (L2 as the previous call left it), `cold` (one call after an L2
-  flush of 4x its size), and `cudagraphs` (the callable compiled again with
-  mode="reduce-overhead", labelled as such);
-- per kernel (`profile`, `rates`): profiler rows with bytes and FLOP rates.
+- end to end (`clocks`), eager and compiled interleaved, median and IQR per call, after warm-up.
+  CPU: blocks of calls. GPU, the first series is the one to compare with do_bench: `warm`, each
+  call between its own CUDA events (L2 as the previous call left it); then `cold` (the same
+  with L2 flushed before each call), `throughput` (blocks of back-to-back calls) and
+  `cudagraphs` (the callable compiled again with mode="reduce-overhead", labelled as such);
+- per kernel (`profile`, `alone`, `rates`): profiler rows in the call, each Triton kernel also
+  timed alone as do_bench times it, with bytes and FLOP rates.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import time
 import torch
 
 from ...report.plots import kernel_figure, roofline_figure
-from .clocks import CpuClock, CudaClock, interleaved, measure_peaks, plan, speedup
+from .alone import capture_launches, time_alone
+from .clocks import (CpuClock, CudaClock, interleaved, interleaved_per_call, measure_peaks, plan,
+                     plan_per_call, speedup)
 from .accuracy import check
 from .inputs import backward_grads, caller
 from .profile import profile_cpu, profile_cuda
@@ -67,32 +71,54 @@ def reduce_overhead(entry, real_compile, args, kwargs, grads):
     return step
 
 
+TURNS = 10  # GPU per-call series: eager and compiled take turns this many times
+
+
 def end_to_end(calls: dict, device: Device, cudagraphs, replay: Replay) -> dict:
-    """Warm (and on a GPU cold and CUDA-graph) series. A callable that mutates its inputs is
-    timed one call per sample, its inputs restored before each (outside the timed span)."""
-    out = {}
-    n, blocks = plan(calls, device.clock, device.kind)
-    restore = replay.restore if replay.mutates else None
-    if restore:
-        n = 1
-    out["warm"] = {**interleaved(calls, device.clock, n, blocks, before=restore),
-                   "calls_per_sample": n}
+    """The series, the one to compare first (`warm`) first. A callable that changes its inputs
+    gets them restored before each sample, outside the timed span."""
     if device.kind == "cuda":
-        def cold():
-            replay.restore()
-            device.flush()
-        out["cold"] = {**interleaved(calls, device.clock, 1, blocks, before=cold),
-                       "calls_per_sample": 1, "l2_flush_bytes": device.flush.bytes}
-        if cudagraphs is not None:
-            graphed = {"eager": calls["eager"], "cudagraphs": cudagraphs}
-            n, blocks = plan(graphed, device.clock, device.kind)
-            n = 1 if restore else n
-            out["cudagraphs"] = {**interleaved(graphed, device.clock, n, blocks, before=restore),
-                                 "calls_per_sample": n,
-                                 "label": "compiled with mode='reduce-overhead' (CUDA graphs)"}
+        out = _gpu_series(calls, device, cudagraphs, replay)
+    else:
+        out = {"warm": _blocks(calls, device, replay)}
     for series in out.values():
         compiled = series.get("compiled") or series.get("cudagraphs")
         series["speedup"] = speedup(series["eager"], compiled)
+    return out
+
+
+def _blocks(calls: dict, device: Device, replay: Replay) -> dict:
+    """Blocks of back-to-back calls, per call = block / calls (one call a block when the
+    inputs must be restored before each)."""
+    n, blocks = plan(calls, device.clock, device.kind)
+    n = 1 if replay.mutates else n
+    return {**interleaved(calls, device.clock, n, blocks,
+                          before=replay.restore if replay.mutates else None),
+            "calls_per_sample": n}
+
+
+def _gpu_series(calls: dict, device: Device, cudagraphs, replay: Replay) -> dict:
+    """warm: each call between its own CUDA events, queued one after another (do_bench's way),
+    L2 as the call before left it; cold: the same with L2 flushed before each call (do_bench's
+    own treatment); throughput: blocks of back-to-back calls; CUDA graphs."""
+    clock, restore = device.clock, (replay.restore if replay.mutates else None)
+
+    def cold():
+        replay.restore()
+        device.flush()
+    per_turn = plan_per_call(calls, clock, TURNS)
+    out = {"warm": {**interleaved_per_call(calls, clock, per_turn, TURNS, before=restore),
+                    "calls_per_sample": 1, "how": "each call timed on its own (CUDA events), "
+                    "calls queued one after another; L2 as the previous call left it"},
+           "cold": {**interleaved_per_call(calls, clock, per_turn, TURNS, before=cold),
+                    "calls_per_sample": 1, "l2_flush_bytes": device.flush.bytes,
+                    "how": "as warm, with L2 flushed before each call (as do_bench does)"}}
+    out["throughput"] = {**_blocks(calls, device, replay), "how": "blocks of back-to-back "
+                         "calls between two events: per call = block / calls"}
+    if cudagraphs is not None:
+        graphed = {"eager": calls["eager"], "cudagraphs": cudagraphs}
+        out["cudagraphs"] = {**_blocks(graphed, device, replay),
+                             "label": "compiled with mode='reduce-overhead' (CUDA graphs)"}
     return out
 
 
@@ -100,11 +126,13 @@ def per_kernel(calls: dict, device: Device, e2e: dict) -> dict:
     if device.kind == "cuda":
         rows = {name: profile_cuda(fn, PROFILED_CALLS, device.flush)
                 for name, fn in calls.items()}
-        estimates = kernel_estimates(calls["compiled"])
-        for name in rows:
-            add_rates(rows[name], estimates if name == "compiled" else {}, device.peaks)
-        cache = ("cold: L2 flushed before each call; a kernel later in the call finds in L2 "
-                 "what the kernels before it wrote, as in the real call")
+        launches = capture_launches(calls["compiled"])
+        alone = time_alone(launches, device.clock, device.flush)
+        add_rates(rows["compiled"], kernel_estimates(launches), device.peaks, alone)
+        add_rates(rows["eager"], {}, device.peaks)
+        cache = ("in the call: L2 flushed before each call, so a kernel later in the call finds "
+                 "in L2 what the kernels before it wrote; alone (Triton kernels): each launch "
+                 "on its own after an L2 flush, as do_bench times a kernel")
     else:
         rows = {name: profile_cpu(fn, PROFILED_CALLS) for name, fn in calls.items()}
         cache = "warm (CPU)"
