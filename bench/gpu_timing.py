@@ -256,6 +256,21 @@ def write_report(report: dict, path: str) -> None:
         json.dump(report, fh, indent=1, default=str)
 
 
+def merge(paths: list[str], out: str) -> int:
+    """The first part's environment and the first serving figures; every part's cases."""
+    parts = []
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            parts.append(json.load(fh))
+    report = {**parts[0], "cases": [case for part in parts for case in part["cases"]],
+              "serving": next((p["serving"] for p in parts if p.get("serving")), {}),
+              "parts": len(parts)}
+    report["summary"] = summary(report)
+    write_report(report, out)
+    print(f"summary: {report['summary']}\nreport: {out}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
@@ -263,7 +278,12 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated slugs")
     parser.add_argument("--skip-serving", action="store_true",
                         help="skip the web app's latency (bench/web_latency.py)")
+    parser.add_argument("--merge", nargs="+", metavar="PART.json",
+                        help="only combine reports of runs with --only (a machine that limits "
+                             "each command's time) into --out, with one summary")
     args = parser.parse_args()
+    if args.merge:
+        return merge(args.merge, args.out)
     examples = [e for e in list_gpu_examples()
                 if not args.only or e.slug in args.only.split(",")]
     cases = [(e, "default") for e in examples]
