@@ -162,6 +162,7 @@ class CaptureSession:
         self.graphs: list[tuple] = []
         self.views_done = 0  # graphs[:views_done] have had their views emitted
         self.output_modules: dict[str, str | None] = {}
+        self.kernels_before: set[int] = set()  # ids of Triton kernels alive before the script
         self._paused = False
 
     @contextlib.contextmanager

@@ -17,7 +17,6 @@ Per slot, on its own `control` socket (the job never holds the zygote's socket):
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import resource
@@ -51,10 +50,6 @@ def warm_up(device: str) -> None:
         torch.cuda.init()
     torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8, device=device))
     torch._dynamo.reset()
-    # Drop the warm-up's generated modules, so that no job finds its kernels among its own.
-    from torch._inductor.codecache import PyCodeCache
-    PyCodeCache.cache_clear()
-    gc.collect()
 
 
 def needs_fresh_process() -> bool:

@@ -155,6 +155,8 @@ def collect(session: CaptureSession) -> None:
     index, owner = cache_index(), owners(session.output_modules)
     writer, unplaced = session.writer, 0
     for autotuner in loaded_autotuners():
+        if id(autotuner) in session.kernels_before:
+            continue
         module_file = owner.get(id(autotuner))
         compile_id = session.output_modules.get(module_file) or _compile_id(autotuner)
         if not autotuner.launchers:

@@ -30,6 +30,8 @@ def before_script(session: CaptureSession, device: str) -> None:
             "cpp.enable_kernel_profile) so that the profiler can time it; without torchbolt "
             "that line is absent."))
     if device == "cuda":
+        # The process's warm-up compiled a kernel before the job: it is not the job's.
+        session.kernels_before = {id(k) for k in triton_kernels.loaded_autotuners()}
         triton_kernels.record_autotuning(session)
 
 
