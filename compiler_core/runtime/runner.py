@@ -118,7 +118,9 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
     try:
         device = resolve_device(options.device)
         writer.emit("environment", None, None, **environment(device))
-        configure_job(device)
+        note = configure_job(device, source)
+        if note:
+            writer.emit("note", None, None, text=note)
         session = CaptureSession(writer, user_file)
         session.attach()
         measure.before_script(session, device)
