@@ -46,7 +46,7 @@ def configure_measure(device: str) -> None:
 
 # A script that names a device places its own tensors; one that names none gets the GPU as
 # torch's default device. That default is a TorchFunctionMode on every torch call: on the H200
-# it made a small GPT-2's eager calls 1.4x and its compiled calls 2x slower than do_bench's.
+# it made a small GPT-2's eager call 1.42x slower (do_bench median 3.89 -> 5.50 ms).
 NAMES_A_DEVICE = re.compile(r"\bcuda\b|\bdevice\b")
 
 
