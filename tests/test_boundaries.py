@@ -14,6 +14,7 @@ import glob
 import os
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 
@@ -95,11 +96,13 @@ def test_no_module_over_400_lines(path):
 
 
 def test_the_torchbolt_command_has_serve_and_run():
-    out = subprocess.run(["torchbolt", "--help"], capture_output=True, text=True, timeout=60)
+    """The console script `pip install` put beside this interpreter (PATH may not list it)."""
+    command = os.path.join(sysconfig.get_path("scripts"), "torchbolt")
+    out = subprocess.run([command, "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "serve" in out.stdout and "run" in out.stdout
-    run = subprocess.run(["torchbolt", "run", "--help"], capture_output=True, text=True,
+    run = subprocess.run([command, "run", "--help"], capture_output=True, text=True,
                          timeout=60)
     assert run.returncode == 0 and "--device" in run.stdout, run.stderr
-    serve = subprocess.run(["torchbolt", "serve", "--help"], capture_output=True, text=True,
+    serve = subprocess.run([command, "serve", "--help"], capture_output=True, text=True,
                            timeout=60)
     assert serve.returncode == 0 and "--port" in serve.stdout, serve.stderr
