@@ -11,6 +11,7 @@ import json
 import os
 import sys
 
+from .errors import ErrorKind
 from .options import USER_OPTIONS, Option, Options, OptionsError
 from .report.result import build_result
 from .supervisor.worker import Worker, WorkerError
@@ -57,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = worker.run(source, options, user_file=path, listener=progress)
     except WorkerError as exc:  # the engine itself failed: still one result, with the error
-        result = build_result([], path, {"options": options.to_dict(), "error": {
-            "type": "WorkerError", "message": str(exc), "line": None}})
+        result = build_result([], path, {"options": options.to_dict(),
+                                         "error": ErrorKind.WORKER_ERROR.error(str(exc))})
     finally:
         worker.close()
     text = json.dumps(result, indent=1)
