@@ -133,6 +133,8 @@ def test_graph_break_example_end_to_end(page, live_server):
 
     assert page.locator(".compile-row .compile-id").all_inner_texts() == ["0/0", "1/0"]
     assert "line 17" in page.inner_text(".between.break")
+    census = page.locator(".compile-row .census").first.inner_text()
+    assert census.startswith("ops: Dynamo graph (Torch IR) 2 (2 distinct) → "), census
 
     page.select_option(f"{pane(page, 0)} .pane-compile", "0/0")
     page.select_option(f"{pane(page, 0)} .pane-stage", "dynamo_graph")

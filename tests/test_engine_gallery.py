@@ -10,6 +10,7 @@ import re
 import jsonschema
 import pytest
 
+from compiler_core import GRAPH_STAGES
 from compiler_core.gallery import list_examples
 from explain_reference import explain_script
 
@@ -142,3 +143,27 @@ def test_custom_backend_gets_dynamo_stages_only(gallery_results):
     for compile_ in graphs(result):
         assert "dynamo_graph" in compile_["stages"] and "output_code" not in compile_["stages"]
     assert "my_backend received a graph" in result["stdout"]  # the user's backend ran
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_census_counts_each_graph_stages_ops(gallery_results, slug):
+    """Ops per IR level, counted independently here: the Dynamo graph's node table, and the
+    `torch.ops.aten.` calls printed in the AOT and Core ATen graphs."""
+    for compiled in gallery_results[slug]["compiles"]:
+        stages, census = compiled["stages"], compiled["census"]
+        assert set(census) == {s for s in stages if s in GRAPH_STAGES}
+        if "dynamo_graph" in stages:
+            ops = [n for n in stages["dynamo_graph"]["nodes"]
+                   if n["op"] in ("call_function", "call_method", "call_module")]
+            assert census["dynamo_graph"]["ops"] == len(ops)
+        for stage in ("aot_forward", "aot_inference", "core_aten"):
+            if stage in stages:
+                calls = re.findall(r"= torch\.ops\.(aten\.[\w.]+)\(", stages[stage]["text"])
+                assert census[stage]["ops"] >= len(calls)
+                assert census[stage]["distinct"] >= len(set(calls))
+
+
+def test_environment_counts_the_installed_torchs_opsets(gallery_results):
+    opsets = next(iter(gallery_results.values()))["environment"]["opsets"]
+    assert 1000 < opsets["aten"] < 5000 and 100 < opsets["core_aten"] < 400
+    assert 50 < opsets["prims"] < 400 and opsets["core_aten"] < opsets["aten"]

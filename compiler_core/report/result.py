@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .census import census
 from .stages import EXTRACTORS, triton_ir
 from .stages.breaks import graph_breaks, recompiles
 from .stages.kernels import extract_kernels
@@ -52,29 +53,41 @@ def frame_of(group: CompileRecords) -> dict:
     return {"name": None, "filename": None, "line": None}
 
 
+class _Extraction:
+    """Runs one compile's extraction steps: a step that fails is recorded in `stage_errors`
+    with its fallback value, and the other steps go on (strict mode raises instead)."""
+
+    def __init__(self, group: CompileRecords, strict: bool, stage_errors: list[dict]):
+        self.group, self.strict, self.stage_errors = group, strict, stage_errors
+
+    def step(self, name: str, fn, fallback):
+        try:
+            return fn()
+        except Exception as exc:
+            if self.strict:
+                raise
+            self.stage_errors.append({"compile_id": self.group.compile_id, "stage": name,
+                                      "message": f"{type(exc).__name__}: {exc}"})
+            return fallback
+
+
+def _kernels(group: CompileRecords) -> list[dict]:
+    kernels = extract_kernels(group)
+    triton_ir.annotate(kernels, group)
+    return kernels
+
+
 def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict]) -> dict:
+    extraction = _Extraction(group, strict, stage_errors)
     stages: dict[str, dict] = {}
     for module in EXTRACTORS:
-        try:
-            stages.update(module.extract(group))
-        except Exception as exc:
-            if strict:
-                raise
-            stage_errors.append({"compile_id": group.compile_id, "stage": module.__name__,
-                                 "message": f"{type(exc).__name__}: {exc}"})
+        stages.update(extraction.step(module.__name__, lambda m=module: m.extract(group), {}))
     for record in group.all("stage_error"):
         stage_errors.append({"compile_id": group.compile_id, **record["meta"]})
-    try:
-        kernels = extract_kernels(group)
-        triton_ir.annotate(kernels, group)
-    except Exception as exc:
-        if strict:
-            raise
-        kernels = []
-        stage_errors.append({"compile_id": group.compile_id, "stage": "kernels",
-                             "message": f"{type(exc).__name__}: {exc}"})
     return {"id": group.compile_id, "frame": frame_of(group), "stages": stages,
-            "kernels": kernels, "has_graph": "dynamo_graph" in stages,
+            "kernels": extraction.step("kernels", lambda: _kernels(group), []),
+            "census": extraction.step("census", lambda: census(stages), {}),
+            "has_graph": "dynamo_graph" in stages,
             "failure": failure_of(group), **triton_ir.compile_fields(group)}
 
 

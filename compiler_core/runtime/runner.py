@@ -19,6 +19,7 @@ from . import measure
 from .callables import CompileRecorder
 from .capture import CaptureSession
 from .config import configure_job
+from .opsets import opsets
 from ..errors import ErrorKind
 from ..options import OUTPUT_FILE_LIMIT, Options
 from ..report.records import RecordWriter
@@ -51,7 +52,7 @@ def environment(device: str) -> dict:
     info = {"python": platform.python_version(), "torch": torch.__version__,
             "triton": _package_version("triton"), "device": device,
             "device_name": _cpu_name(), "cuda": torch.version.cuda,
-            "threads": torch.get_num_threads()}
+            "threads": torch.get_num_threads(), "opsets": opsets()}
     if device == "cuda":
         info["device_name"] = torch.cuda.get_device_name()
     return info

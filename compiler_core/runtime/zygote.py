@@ -50,6 +50,8 @@ def warm_up(device: str) -> None:
         torch.cuda.init()
     torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8, device=device))
     torch._dynamo.reset()
+    from .opsets import opsets
+    opsets()  # cached: every job forked from here reports it at no cost
 
 
 def needs_fresh_process() -> bool:

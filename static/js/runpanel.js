@@ -151,7 +151,22 @@ export class RunPanel {
                                 onclick: () => this.onCompile(id) }, id) : h("strong", {}, "run"),
       h("span", { class: "frame" }, compileId ? frame?.name ?? "" : "after the script",
         frame?.line ? [" ", lineLink(frame.line, this.onLine)] : ""),
-      h("div", { class: "chips" }, chips));
+      h("div", { class: "chips" }, chips),
+      this.censusLine(compile, labels));
+  }
+
+  // The narrowing from Torch IR to ATen, Core ATen and prims: ops per graph stage.
+  censusLine(compile, labels) {
+    const census = compile?.census ?? {};
+    const names = Object.keys(census);
+    if (!names.length) return null;
+    const opsets = this.result?.environment?.opsets;
+    const title = "Ops: call_function, call_method and call_module nodes; distinct: their targets." +
+      (opsets ? ` The installed torch has ${opsets.aten} ATen operators, ${opsets.core_aten} of them ` +
+        `Core ATen, and ${opsets.prims} prims (${opsets.how}).` : "");
+    return h("div", { class: "census", title }, "ops: ", names.map((name, i) => [i ? " → " : "",
+      h("span", {}, `${labels[name] ?? name} ${census[name].ops}`,
+        h("small", {}, ` (${census[name].distinct} distinct)`))]));
   }
 
   renderBreaks() {
