@@ -6,7 +6,7 @@ import { createViewer, markLines, scrollToLine, setTheme } from "./editor.js";
 import { renderGraph } from "./graph.js";
 import { renderGuards } from "./guards.js";
 import { renderTimings } from "./timings.js";
-import { artifactFor, filename, resolveStage, stageLabel, stageList, viewsFor } from "./stages.js";
+import { artifactFor, filename, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
 
 export class Panes {
   constructor(root, settings, { onUserLine, onChange }) {
@@ -174,10 +174,11 @@ class Pane {
     clear(this.compileSelect, compiles.length ? compiles.map((c) =>
       h("option", { value: c.id, selected: c.id === compile?.id },
         `${c.id} ${c.frame?.name ?? ""}`)) : h("option", {}, "—"));
-    clear(this.stageSelect, stageList(compile).map(([name, label]) => {
-      const present = artifactFor(compile, name, this.owner.result);
+    const result = this.owner.result;
+    clear(this.stageSelect, stageMenu(compile, result, stage).map(([name, label]) => {
+      const present = !result || artifactFor(compile, name, result);
       return h("option", { value: name, selected: name === stage, class: present ? "" : "absent" },
-        present || !compile ? label : `${label} (none)`);
+        present ? label : `${label} (none)`);
     }));
   }
 

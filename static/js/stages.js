@@ -23,6 +23,13 @@ export function stageList(compile) {
   return [...stages.keys(), ...extra].map((name) => [name, stageLabel(name, compile)]);
 }
 
+// The stage menu of a pane: before a result, every stage; after, those this compile has (and the
+// run's timings), and `current` when the pane is set to one it lacks.
+export function stageMenu(compile, result, current) {
+  return stageList(compile).filter(([name]) =>
+    !result || name === current || artifactFor(compile, name, result));
+}
+
 export function artifactFor(compile, stage, result) {
   const spec = stages.get(stage);
   if (spec?.field === "timings") return result?.timings?.length ? timingsArtifact(spec, result) : null;
