@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from compiler_core import Options
+from test_browser import open_page, page, pane, run_script  # noqa: F401 (page: a fixture)
 
 TABULAR = '''import torch
 
@@ -20,3 +23,78 @@ def test_print_tabular_works_in_a_job(worker):
     result = worker.run(TABULAR, Options(device="cpu"))
     assert result["error"] is None, result["error"]
     assert "opcode" in result["stdout"] and "call_function" in result["stdout"]
+
+
+# ---------------------------------------------------------------- the page
+pytest_plugins = ["test_app_fixtures"]
+SMALL = "import torch\n\n\ndef f(x):\n    return x.sin() + 1\n\n\ntorch.compile(f)(torch.ones(4))\n"
+ONE_ROW_PX = 50  # the toolbar is 39 px on one line, 72 px on two (measured at 1920 and 1280 px)
+
+
+def toast_text(page):
+    page.wait_for_selector("#toast:not([hidden])")
+    return page.inner_text("#toast")
+
+
+def test_escape_closes_the_examples_menu(page, live_server):
+    open_page(page, live_server + "/")
+    page.click("#gallery-button")
+    assert page.is_visible("#gallery-menu")
+    page.keyboard.press("Escape")
+    assert page.is_hidden("#gallery-menu")
+
+
+def test_a_cancelled_run_says_cancelled_not_failed(page, live_server):
+    open_page(page, live_server + "/")
+    page.click(".cm-content")
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text("import time\n\ntime.sleep(60)\n")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#run[data-status=running]")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#run[data-status=failed]", timeout=20_000)
+    badge = page.locator(".run-status .badge")
+    assert badge.text_content() == "cancelled"
+    assert badge.get_attribute("class") == "badge cancelled"
+    run_script(page, "raise ValueError('mine')\n")  # a later failure is a failure again
+    assert badge.text_content() == "failed"
+
+
+def test_stage_menus_list_only_this_compiles_stages(page, live_server, compiled):
+    job = compiled(SMALL, device="cpu", backend="eager")  # no kernels: pane 1 asks for them
+    result = job["result"]
+    (compile,) = result["compiles"]
+    present = set(compile["stages"]) | ({"timings"} if result.get("timings") else set())
+    open_page(page, f"{live_server}/r/{job['key']}")
+    menus = [page.eval_on_selector_all(f"{pane(page, i)} .pane-stage option",
+                                       "(os) => os.map((o) => [o.value, o.textContent, o.selected])")
+             for i in (0, 1)]
+    assert {value for value, _, _ in menus[0]} == present
+    assert not [text for _, text, _ in menus[0] if "(none)" in text]
+    absent = [(value, text, selected) for value, text, selected in menus[1] if value not in present]
+    assert absent == [("kernels", "Kernels (none)", True)]  # still the pane's choice
+
+
+def test_share_after_an_edit_says_the_code_changed(page, live_server):
+    open_page(page, live_server + "/")
+    run_script(page, SMALL)
+    page.click(".cm-content")
+    page.keyboard.press("Control+End")
+    page.keyboard.insert_text("# edited\n")
+    page.click("#share")
+    assert "code changed" in toast_text(page)
+    assert page.evaluate("location.pathname") == "/"  # no link to other code than the editor's
+    page.click(".cm-content")
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(SMALL)  # the code as it was: its result is shared
+    page.click("#share")
+    page.wait_for_function("location.pathname.startsWith('/r/')")
+
+
+@pytest.mark.parametrize("width", [1280, 1600])
+def test_the_toolbar_is_one_line_from_1280_px(page, live_server, width):
+    page.set_viewport_size({"width": width, "height": 800})
+    open_page(page, live_server + "/")
+    assert page.locator(".topbar").bounding_box()["height"] < ONE_ROW_PX
+    assert page.evaluate("(t => t.scrollWidth <= t.clientWidth)(document.querySelector('.topbar'))")
+    assert page.locator("#help").bounding_box()["x"] + 20 <= width  # the last button is on screen

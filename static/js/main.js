@@ -37,8 +37,21 @@ function showUserLine(line) {
   selectLine(editor, line);
 }
 
+// A run this page cancelled ends "failed" (the job's status, kept in #run's data-status), but
+// its badge says "cancelled", in a neutral style. The page knows it cancelled, so no error kind
+// of the catalogue is copied here.
+class Run extends RunPanel {
+  renderStatus() {
+    super.renderStatus();
+    if (!this.cancelled || this.state.status !== "failed") return;
+    const badge = this.statusLine.querySelector(".badge");
+    badge.className = "badge cancelled";
+    badge.textContent = "cancelled";
+  }
+}
+
 const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onChange: persist });
-const run = new RunPanel($("#run"), settings, {
+const run = new Run($("#run"), settings, {
   errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
   onCompile: (id) => panes.showCompile(id),
   onStage: (id, stage) => { panes.panes[0].choose(id ? { compile: id, stage } : { stage }); },
@@ -119,6 +132,7 @@ async function compile() {
   if (current?.id && !current.finished) await api.cancel(current.id).catch(() => {}); // frees our slot
   for (const key of Object.keys(timing)) delete timing[key];
   timing.submit = performance.now();
+  run.cancelled = false;
   run.start();
   showResult(null, null);
   $("#share").disabled = true;
@@ -133,7 +147,7 @@ async function compile() {
     toast(error.message, 5000);
     return;
   }
-  current = { id: job.job, key: job.key, finished: false };
+  current = { id: job.job, key: job.key, finished: false, source };
   if (job.status === "done" || job.status === "failed") {
     await refresh(job.job, true);
     return;
@@ -160,13 +174,21 @@ async function compile() {
 
 async function cancel() {
   if (current && !current.finished) {
-    await api.cancel(current.id).catch((e) => toast(e.message));
+    run.cancelled = true;
+    await api.cancel(current.id).catch((e) => { run.cancelled = false; toast(e.message); });
     toast("Cancelling ...");
   }
 }
 
+// A link shares the shown result, whose code may no longer be the editor's: then no link is
+// copied (it would open other code than the editor shows), and the toast says what to do.
 function share() {
   if (!current?.key) return;
+  if (editor.state.doc.toString() !== current.source) {
+    toast("The code changed since this result: compile first (Ctrl+Enter), or undo the edits to "
+          + "share the result of the code as it was", 6000);
+    return;
+  }
   const url = `${location.origin}/r/${current.key}`;
   copyText(url);
   history.replaceState(null, "", `/r/${current.key}`);
@@ -219,6 +241,10 @@ function buildGallery() {
     } }, h("strong", {}, example.title), h("span", {}, example.teaches)));
   }
   $("#gallery-button").onclick = () => { menu.hidden = !menu.hidden; };
+  // Esc closes the menu (and still cancels a running compile: chrome.js's shortcut).
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && !menu.hidden) menu.hidden = true;
+  });
   document.addEventListener("click", (e) => {
     if (!e.target.closest(".gallery")) menu.hidden = true;
   });
@@ -288,7 +314,7 @@ if (!boot.environment.device) {
 }
 if (boot.share) {
   setOptions(boot.share.options);
-  current = { id: null, key: boot.share.key, finished: true };
+  current = { id: null, key: boot.share.key, finished: true, source: boot.share.source };
   showResult(boot.share.result, boot.share.key);
   run.finish({ status: boot.share.result.error ? "failed" : "done", cached: true,
                error: boot.share.result.error }, null);
