@@ -128,11 +128,17 @@ def test_graph_break_example_end_to_end(page, live_server):
     assert gutter_line(page, "cm-lint-marker-warning") == 17
     page.hover("#editor .cm-lint-marker-warning")
     tooltip = page.wait_for_selector(".cm-tooltip-lint").inner_text()
-    assert "Graph break" in tooltip and "print" in tooltip
+    assert "Graph break" in tooltip and "print" in tooltip and tooltip.count("GB0059") == 1
     shot(page, "break_gutter_tooltip")
 
     assert page.locator(".compile-row .compile-id").all_inner_texts() == ["0/0", "1/0"]
     assert "line 17" in page.inner_text(".between.break")
+    page.mouse.move(1000, 700)  # the gutter's tooltip covers the run panel's tabs
+    page.click("[data-tab=breaks]")
+    code = page.locator(".break-card .gb-code")
+    assert code.inner_text() == "GB0059" and code.get_attribute("href").endswith("/gb0059.html")
+    assert "Hint:" in page.locator(".break-card .full-reason pre").text_content()  # folded
+    page.click("[data-tab=compiles]")
     census = page.locator(".compile-row .census").first.inner_text()
     assert census.startswith("ops: Dynamo graph (Torch IR) 2 (2 distinct) → "), census
 

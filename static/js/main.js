@@ -4,7 +4,7 @@ import { api, followJob } from "./api.js";
 import { h, clear, copyText, toast } from "./dom.js";
 import { createEditor, markLines, selectLine, setDoc, setMarks, setTheme } from "./editor.js";
 import { Panes } from "./panes.js";
-import { RunPanel } from "./runpanel.js";
+import { RunPanel, breakLink } from "./runpanel.js";
 import { loadDraft, loadSettings, pageOptions, saveDraft, saveSettings } from "./settings.js";
 import { configureStages } from "./stages.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
@@ -37,21 +37,8 @@ function showUserLine(line) {
   selectLine(editor, line);
 }
 
-// A run this page cancelled ends "failed" (the job's status, kept in #run's data-status), but
-// its badge says "cancelled", in a neutral style. The page knows it cancelled, so no error kind
-// of the catalogue is copied here.
-class Run extends RunPanel {
-  renderStatus() {
-    super.renderStatus();
-    if (!this.cancelled || this.state.status !== "failed") return;
-    const badge = this.statusLine.querySelector(".badge");
-    badge.className = "badge cancelled";
-    badge.textContent = "cancelled";
-  }
-}
-
 const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onChange: persist });
-const run = new Run($("#run"), settings, {
+const run = new RunPanel($("#run"), settings, {
   errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
   onCompile: (id) => panes.showCompile(id),
   onStage: (id, stage) => { panes.panes[0].choose(id ? { compile: id, stage } : { stage }); },
@@ -64,9 +51,13 @@ function recolorEditor() {
 
 // ---------------------------------------------------------------- results
 function marksFor(result) {
-  const marks = (result.graph_breaks ?? []).filter((b) => b.line).map((b) => ({
+  // One mark per break and line: a recompiled frame reports the same break again.
+  const breaks = new Map((result.graph_breaks ?? []).filter((b) => b.line)
+    .map((b) => [`${b.line} ${b.reason}`, b]));
+  const marks = [...breaks.values()].map((b) => ({
     line: b.line, severity: "warning", title: "graph break", text: b.reason,
-    render: () => h("div", { class: "mark-message" }, h("strong", {}, "Graph break: "), b.reason,
+    render: () => h("div", { class: "mark-message" }, h("strong", {}, "Graph break: "),
+      b.gb_code ? [breakLink(b), " "] : "", b.gb_type ?? b.reason,
       b.explanation ? h("p", {}, b.explanation) : null,
       b.hints?.length ? h("ul", {}, b.hints.map((hint) => h("li", {}, hint))) : null),
   }));

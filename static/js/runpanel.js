@@ -103,7 +103,11 @@ export class RunPanel {
       failed: cached ? `Loaded from the store: this code ended with an error (it ran in ${took ?? "?"} s)`
         : `Finished with an error after ${seconds.toFixed(2)} s`,
     }[status];
-    clear(this.statusLine, h("span", { class: `badge ${status}` }, status), " ", text);
+    // A run this page cancelled ends "failed" (the job's status, kept in data-status), but its
+    // badge says so, in a neutral style: the page knows it cancelled (`cancelled`, set by main).
+    const cancelled = this.cancelled && status === "failed";
+    clear(this.statusLine, h("span", { class: `badge ${cancelled ? "cancelled" : status}` },
+      cancelled ? "cancelled" : status), " ", cancelled ? `Cancelled after ${seconds.toFixed(2)} s` : text);
     this.root.dataset.status = status;
   }
 
@@ -175,11 +179,11 @@ export class RunPanel {
     clear(this.panels.get("breaks"), breaks.length ? breaks.map((b) => h("article", { class: "break-card" },
       h("h3", {}, "Graph break", b.line ? [" at ", lineLink(b.line, this.onLine)] : "",
         ` in ${b.compile_id}`, b.resumes_in ? ` → resumes in ${b.resumes_in}` : ""),
-      h("p", { class: "reason" }, b.reason),
+      h("p", { class: "reason" }, b.gb_code ? [breakLink(b), " "] : "", b.gb_type ?? b.reason),
       b.explanation ? h("p", {}, b.explanation) : null,
       b.hints?.length ? h("ul", { class: "hints" }, b.hints.map((hint) => h("li", {}, hint))) : null,
-      safeUrl(b.url) ? h("a", { href: safeUrl(b.url), target: "_blank", rel: "noopener noreferrer" },
-        "PyTorch's page on this break") : null,
+      b.full_reason ? h("details", { class: "full-reason" }, h("summary", {}, "PyTorch's full message"),
+        h("pre", {}, b.full_reason)) : null,
       b.user_traceback ? h("pre", { class: "traceback" }, b.user_traceback) : null))
       : h("p", { class: "empty" }, this.result ? "No graph breaks: every compiled function became whole graphs."
         : "Graph breaks are explained here, and marked in the editor's gutter."));
@@ -205,4 +209,12 @@ export class RunPanel {
       h("h4", {}, "stdout"), h("pre", { class: "stdout" }, r.stdout || "(empty)"),
       r.stderr ? [h("h4", {}, "stderr"), h("pre", { class: "stderr" }, r.stderr)] : null);
   }
+}
+
+// PyTorch's graph-break id (GB0059) as a link to its page on the break, where it gave one.
+export function breakLink(b) {
+  const url = safeUrl(b.url);
+  return url ? h("a", { class: "gb-code", href: url, target: "_blank", rel: "noopener noreferrer",
+                        title: "PyTorch's page on this graph break" }, b.gb_code)
+    : h("code", { class: "gb-code" }, b.gb_code);
 }

@@ -20,6 +20,7 @@ HEADER = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)")
 FIELD = re.compile(r"^\s*(?P<key>Explanation|Hint|Developer debug context): (?P<value>.*)$", re.M)
 URL = re.compile(r"https://\S+")
+GB_CODE = re.compile(r"/gb/(?P<code>gb\d+)\.html")  # in the link PyTorch gives for its break
 FRAME_BLOCK = re.compile(r'(  File "([^"]+)", line \d+, in .*\n(?:    .*\n)*)')
 PREVIOUS = re.compile(r"^(?P<previous>\d+/\d+): (?P<reason>.*)$", re.S)
 
@@ -31,6 +32,13 @@ def _user_traceback(text: str, user_file: str) -> str:
         return ""
     frames = FRAME_BLOCK.findall(tail[1].split("Traceback (most recent call last)", 1)[0])
     return "".join(block for block, path in frames if is_user_file(path, user_file))
+
+
+def full_reason(message: str) -> str:
+    """The reason as PyTorch states it, every line of it (explanation, hints, debug context,
+    link), without the "Graph break in user code at" header (the break's `line` says where)."""
+    lines = [line for line in message.strip("\n").split("\n") if not HEADER.match(line)]
+    return "\n".join(lines).replace("Graph Break Reason: ", "", 1).strip()
 
 
 def parse_break(payload: str, user_file: str) -> dict:
@@ -46,9 +54,13 @@ def parse_break(payload: str, user_file: str) -> dict:
     blocks = message.split("\n\n")
     title = blocks[1].strip().split("\n")[0] if len(blocks) > 1 else ""
     url = URL.search(message)
+    code = GB_CODE.search(url[0]) if url else None
     return {
         "line": line,
         "reason": " ".join(filter(None, [reason["reason"] if reason else None, title])),
+        "full_reason": full_reason(message),
+        "gb_type": title or None,
+        "gb_code": code["code"].upper() if code else None,
         "explanation": next((v for k, v in fields if k == "Explanation"), None),
         "hints": [v for k, v in fields if k == "Hint"],
         "url": url[0] if url else None,
@@ -56,14 +68,25 @@ def parse_break(payload: str, user_file: str) -> dict:
     }
 
 
-def _resume_compile(compiles: list[dict], line: int | None) -> str | None:
+def _resume_compile(compiles: list[dict], line: int | None, starts: dict[str, int],
+                    at: int) -> str | None:
+    """The compile of the resume function the code after the break ran in: the first one
+    that started after the break's record, else (its cache entry served the call) the last
+    one before it."""
     pattern = re.compile(rf"torch_dynamo_resume_in_\w+_at_{line}$")
-    return next((c["id"] for c in compiles if pattern.match(c["frame"]["name"] or "")), None)
+    resumes = sorted((starts[c["id"]], c["id"]) for c in compiles
+                     if pattern.match(c["frame"]["name"] or "") and c["id"] in starts)
+    after = [cid for start, cid in resumes if start > at]
+    before = [cid for start, cid in resumes if start < at]
+    return after[0] if after else (before[-1] if before else None)
 
 
 def graph_breaks(records: list[dict], compiles: list[dict], user_file: str) -> list[dict]:
+    starts: dict[str, int] = {}
+    for index, record in enumerate(records):
+        starts.setdefault(record.get("compile_id"), index)
     breaks, seen = [], set()
-    for record in records:
+    for index, record in enumerate(records):
         if record["name"] != "dynamo_graph_break_reason":
             continue
         parsed = parse_break(record["payload"] or "", user_file)
@@ -72,7 +95,7 @@ def graph_breaks(records: list[dict], compiles: list[dict], user_file: str) -> l
             continue
         seen.add(key)
         breaks.append({"compile_id": record["compile_id"], **parsed,
-                       "resumes_in": _resume_compile(compiles, parsed["line"])})
+                       "resumes_in": _resume_compile(compiles, parsed["line"], starts, index)})
     return breaks
 
 
