@@ -84,25 +84,26 @@ def speedup(eager: dict, compiled: dict) -> dict:
             "low": eager["q1_ms"] / compiled["q3_ms"], "high": eager["q3_ms"] / compiled["q1_ms"]}
 
 
-def interleaved(fns: dict, clock, calls: int, blocks: int, before=None) -> dict[str, dict]:
-    """Time each function in turn, alternating the order, so drift hits all alike."""
+def _alternating(fns: dict, turns: int, take) -> dict[str, dict]:
+    """`take(fn)` (a list of samples) for each function in turn, the order alternating each
+    turn, so that drift hits all alike; a summary per function."""
     samples = {name: [] for name in fns}
     order = list(fns)
-    for i in range(blocks):
+    for i in range(turns):
         for name in (order if i % 2 == 0 else order[::-1]):
-            samples[name].append(clock.block(fns[name], calls, before))
+            samples[name] += take(fns[name])
     return {name: summary(values) for name, values in samples.items()}
+
+
+def interleaved(fns: dict, clock, calls: int, blocks: int, before=None) -> dict[str, dict]:
+    """One sample a turn: a block of `calls` back-to-back calls, per call."""
+    return _alternating(fns, blocks, lambda fn: [clock.block(fn, calls, before)])
 
 
 def interleaved_per_call(fns: dict, clock: CudaClock, calls: int, blocks: int,
                          before=None) -> dict[str, dict]:
-    """Each call timed on its own (`CudaClock.per_call`), `calls` a turn, alternating."""
-    samples = {name: [] for name in fns}
-    order = list(fns)
-    for i in range(blocks):
-        for name in (order if i % 2 == 0 else order[::-1]):
-            samples[name] += clock.per_call(fns[name], calls, before)
-    return {name: summary(values) for name, values in samples.items()}
+    """`calls` samples a turn: each call timed on its own (`CudaClock.per_call`)."""
+    return _alternating(fns, blocks, lambda fn: clock.per_call(fn, calls, before))
 
 
 def plan_per_call(fns: dict, clock: CudaClock, turns: int = 10) -> int:
