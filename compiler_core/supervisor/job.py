@@ -52,10 +52,12 @@ class Job:
             return self.result
         with self._lock:
             records = list(self._records)
-            if self._partial is None or self._partial[0] != len(records):
-                self._partial = (len(records), {**build_result(records, self.user_file),
-                                                "partial": True})
-            return self._partial[1]
+        # Built outside the lock, so the worker's thread keeps adding records meanwhile.
+        cached = self._partial
+        if cached is None or cached[0] != len(records):
+            cached = (len(records), {**build_result(records, self.user_file), "partial": True})
+            self._partial = cached
+        return cached[1]
 
     # -- the worker's side
     def started(self, user_file: str) -> None:
