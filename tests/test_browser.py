@@ -208,7 +208,8 @@ def test_error_is_shown_at_its_line(page, live_server):
     shot(page, "error_at_line")
 
 
-def test_escape_cancels_a_running_compile(page, live_server):
+def cancel_a_long_run(page, live_server):
+    """Start a script that sleeps a minute, then press Escape; returns once the run ended."""
     open_page(page, live_server + "/")
     page.click(".cm-content")
     page.keyboard.press("Control+A")
@@ -217,6 +218,10 @@ def test_escape_cancels_a_running_compile(page, live_server):
     page.wait_for_selector("#run[data-status=running]")
     page.keyboard.press("Escape")
     page.wait_for_selector("#run[data-status=failed]", timeout=20_000)
+
+
+def test_escape_cancels_a_running_compile(page, live_server):
+    cancel_a_long_run(page, live_server)
     assert "Cancelled" in page.inner_text(".error-box")
 
 

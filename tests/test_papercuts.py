@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from compiler_core import Options
-from test_browser import open_page, page, pane, run_script  # noqa: F401 (page: a fixture)
+from test_browser import (  # noqa: F401 (page: a fixture)
+    cancel_a_long_run, open_page, page, pane, run_script)
 
 TABULAR = '''import torch
 
@@ -45,14 +46,7 @@ def test_escape_closes_the_examples_menu(page, live_server):
 
 
 def test_a_cancelled_run_says_cancelled_not_failed(page, live_server):
-    open_page(page, live_server + "/")
-    page.click(".cm-content")
-    page.keyboard.press("Control+A")
-    page.keyboard.insert_text("import time\n\ntime.sleep(60)\n")
-    page.keyboard.press("Control+Enter")
-    page.wait_for_selector("#run[data-status=running]")
-    page.keyboard.press("Escape")
-    page.wait_for_selector("#run[data-status=failed]", timeout=20_000)
+    cancel_a_long_run(page, live_server)
     badge = page.locator(".run-status .badge")
     assert badge.text_content() == "cancelled"
     assert badge.get_attribute("class") == "badge cancelled"
