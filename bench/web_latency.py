@@ -73,8 +73,18 @@ def timed_job(port: int, source: str, device: str) -> dict:
         elif text.startswith("data: ") and event == "done":
             done = json.loads(text.removeprefix("data: "))
             return {"first_stage_s": first, "done_s": time.monotonic() - started,
-                    "status": done["status"], "error": done.get("error")}
+                    "status": done["status"], "error": done.get("error"),
+                    **job_costs(conn, job["job"])}
     raise RuntimeError("the event stream ended without `done`")
+
+
+def job_costs(conn: http.client.HTTPConnection, job: str) -> dict:
+    """Where a job's time went, as its result states it: the job process's own duration and
+    each timing's phases (correctness, series, kernels, CUDA graphs)."""
+    conn.request("GET", f"/api/jobs/{job}")
+    result = json.loads(conn.getresponse().read()).get("result") or {}
+    return {"job_duration_s": result.get("duration_s"),
+            "timing_phases_s": [t.get("phases_s") for t in result.get("timings", [])]}
 
 
 def measure(device: str = "auto", warm_jobs: int = 3) -> dict:

@@ -149,6 +149,7 @@ def per_kernel(calls: dict, device: Device, e2e: dict) -> dict:
 
 
 def measure_call(entry, call, device: Device, real_compile) -> dict:
+    phases = Phases()
     replay = Replay(call)
     replay.probe(entry.compiled)
     args, kwargs, grad_mode = replay.args, replay.kwargs, replay.grad_mode
@@ -161,11 +162,15 @@ def measure_call(entry, call, device: Device, real_compile) -> dict:
                  "compiled": caller(entry.compiled, args, kwargs, grads)}
         for fn in list(calls.values()) * 3:  # warm-up
             fn()
+        phases.end("correctness")
         e2e = end_to_end(calls, device, replay)
+        phases.end("series")
         kernels = per_kernel(calls, device, e2e)
+        phases.end("kernels")
         if device.kind == "cuda":
             e2e["cudagraphs"] = cuda_graph_series(entry, real_compile, calls, device, replay,
                                                   grads)
+            phases.end("cudagraphs")
     notes = []
     if correctness["ok"] is False:
         notes.append("The compiled output does not match eager: no speed-up is reported.")
@@ -180,7 +185,20 @@ def measure_call(entry, call, device: Device, real_compile) -> dict:
             "correctness": correctness, "e2e": e2e, "kernels": kernels, "peaks": device.peaks,
             "plots": {"kernels": kernel_figure(kernels, device.kind),
                       "roofline": roofline_figure(kernels["compiled"], device.peaks)},
-            "notes": notes}
+            "notes": notes, "phases_s": phases.seconds}
+
+
+class Phases:
+    """Seconds each phase of one measurement took (shown, so that its cost is no secret)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def end(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = round(now - self._last, 3)
+        self._last = now
 
 
 def measure_all(recorder, session, device_kind: str) -> None:
