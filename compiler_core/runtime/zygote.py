@@ -50,6 +50,9 @@ def warm_up(device: str) -> None:
         torch.cuda.init()
     torch.compile(lambda x: (x * 2).relu().sum())(torch.randn(8, device=device))
     torch._dynamo.reset()
+    if device == "cuda":
+        from .gpu import triton_kernels
+        triton_kernels.note_warm_up_kernels()  # here, ahead of the job, not on its clock
     from .opsets import opsets
     opsets()  # cached: every job forked from here reports it at no cost
 

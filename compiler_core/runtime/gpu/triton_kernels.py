@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from ..capture import CaptureSession, current_compile_id
 
@@ -56,13 +57,16 @@ def _cuobjdump() -> str | None:
 
 
 def sass_and_resources(cubin_path: str) -> tuple[str | None, dict]:
-    """SASS without the encoding comments, and the resource usage `cuobjdump` reports."""
+    """SASS without the encoding comments, and the resource usage `cuobjdump` reports (the two
+    runs at once)."""
     tool = _cuobjdump()
     if tool is None or not os.path.exists(cubin_path):
         return None, {}
-    run = functools.partial(subprocess.run, capture_output=True, text=True, timeout=60)
-    sass = run([tool, "-sass", cubin_path]).stdout
-    usage = RESOURCE_USAGE.search(run([tool, "--dump-resource-usage", cubin_path]).stdout)
+    runs = [subprocess.Popen([tool, flag, cubin_path], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+            for flag in ("-sass", "--dump-resource-usage")]
+    sass, usage_text = (run.communicate(timeout=60)[0] for run in runs)
+    usage = RESOURCE_USAGE.search(usage_text)
     lines = [SASS_ENCODING.sub("", line).rstrip() for line in sass.splitlines()]
     resources = {k: int(v) for k, v in usage.groupdict().items()} if usage else {}
     return "\n".join(line for line in lines if line.strip()), resources
@@ -127,6 +131,14 @@ def kernel_record(autotuner, config, folder: str | None, observed: dict) -> dict
             "is_backward": bool(getattr(autotuner, "is_backward", False))}
 
 
+WARM_UP_KERNELS: frozenset[int] = frozenset()  # ids of the kernels the process's warm-up made
+
+
+def note_warm_up_kernels() -> None:
+    global WARM_UP_KERNELS
+    WARM_UP_KERNELS = frozenset(id(k) for k in loaded_autotuners())
+
+
 def loaded_autotuners():
     """Every Inductor Triton kernel alive here, found through the garbage collector (where
     Inductor keeps its modules differs across versions)."""
@@ -153,26 +165,31 @@ def owners(output_modules: dict[str, str | None]) -> dict[int, str]:
 def collect(session: CaptureSession) -> None:
     """One `triton_kernel` record per Inductor Triton kernel that was loaded to launch."""
     index, owner = cache_index(), owners(session.output_modules)
-    writer, unplaced = session.writer, 0
+    placed, unplaced = [], 0
     for autotuner in loaded_autotuners():
-        if id(autotuner) in session.kernels_before:
+        if id(autotuner) in session.kernels_before or not autotuner.launchers:
             continue
         module_file = owner.get(id(autotuner))
         compile_id = session.output_modules.get(module_file) or _compile_id(autotuner)
-        if not autotuner.launchers:
-            continue
         if compile_id is None:
             unplaced += 1
-            continue
+        else:
+            placed.append((compile_id, autotuner, module_file))
+
+    def record(compile_id, autotuner, module_file) -> tuple[str, dict]:
         launcher = autotuner.launchers[0]  # after autotuning, the one kept
         folder = index.get(getattr(launcher, "cache_hash", None) or "")
         observed = {"registers": launcher.n_regs, "spills": launcher.n_spills,
                     "shared_bytes": launcher.shared, "module_file": module_file}
-        writer.emit("triton_kernel", compile_id, None,
-                    **kernel_record(autotuner, launcher.config, folder, observed))
+        return compile_id, kernel_record(autotuner, launcher.config, folder, observed)
+    # Reading a kernel's folder waits on cuobjdump: the kernels' folders are read at once.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for compile_id, meta in pool.map(lambda job: record(*job), placed):
+            session.writer.emit("triton_kernel", compile_id, None, **meta)
     if unplaced:
-        writer.emit("note", None, None, text=f"{unplaced} Triton kernel(s) ran but could not be "
-                                             "placed in a compile; their stages are not shown.")
+        session.writer.emit("note", None, None, text=f"{unplaced} Triton kernel(s) ran but could "
+                                                     "not be placed in a compile; their stages "
+                                                     "are not shown.")
 
 
 def _compile_id(autotuner) -> str | None:

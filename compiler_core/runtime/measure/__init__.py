@@ -31,7 +31,7 @@ def before_script(session: CaptureSession, device: str) -> None:
             "that line is absent."))
     if device == "cuda":
         # The process's warm-up compiled a kernel before the job: it is not the job's.
-        session.kernels_before = {id(k) for k in triton_kernels.loaded_autotuners()}
+        session.kernels_before = triton_kernels.WARM_UP_KERNELS
         triton_kernels.record_autotuning(session)
 
 

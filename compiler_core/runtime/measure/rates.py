@@ -40,12 +40,11 @@ def kernel_estimates(launches: dict[str, tuple]) -> dict[str, dict]:
     """Bytes and FLOP per launch of each Triton kernel: Inductor's estimates (see
     `runtime.config.configure_measure`), else (torch 2.11 adds none without `benchmark_kernel`)
     the bytes of the tensor arguments of its captured launch (`alone.capture_launches`)."""
-    from ..gpu.triton_kernels import loaded_autotuners
     measured = argument_bytes(launches)
-    return {t.fn.__name__: {"num_gb": t.inductor_meta.get("kernel_num_gb") or (
-                                measured.get(t.fn.__name__, 0) / 1e9 or None),
-                            "flop": t.inductor_meta.get("kernel_flop")}
-            for t in loaded_autotuners()}
+    return {name: {"num_gb": t.inductor_meta.get("kernel_num_gb") or (
+                       measured.get(name, 0) / 1e9 or None),
+                   "flop": t.inductor_meta.get("kernel_flop")}
+            for name, (t, _, _) in launches.items()}
 
 
 def totals(rows: list[dict], e2e_ms: float | None) -> dict:
