@@ -57,11 +57,13 @@ class TraceHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
-        if not self.session.recording or not isinstance(metadata, dict):
+        if not isinstance(metadata, dict):
             return
-        if "str" in metadata:
+        if "str" in metadata:  # also while paused: later records name the file by this id
             text, index = metadata["str"]
             self.interned[index] = text
+            return
+        if not self.session.recording:
             return
         name, meta = self._classify(metadata)
         if name is None:
