@@ -14,9 +14,10 @@ def f(x):
 x = torch.linspace(-1.0, 2.0, 8)  # sum > 0: the `sin` branch
 
 # Tracing runs f once and records the ops that ran: the `if` is gone, `sin` is baked in, and
-# PyTorch warns (TracerWarning) that the trace might not generalize. Pick "trace-0" in a pane.
+# PyTorch warns (TracerWarning) that the trace might not generalize. In a pane's compile
+# menu, "jit.trace @ line 19" shows its TorchScript graph.
 traced = torch.jit.trace(f, x)
-# Scripting compiles f's source: both branches stay, as prim::If (pick "script-1").
+# Scripting compiles f's source: both branches stay, as prim::If ("jit.script @ line 21").
 scripted = torch.jit.script(f)
 # Dynamo runs Python itself: graph 0/0 ends at the `if` (a graph break), the branch taken
 # resumes in a new frame, compiled as 1/0; the other branch would compile when first taken.
