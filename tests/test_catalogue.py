@@ -39,6 +39,11 @@ def test_every_stage_a_result_holds_is_in_the_catalogue_with_its_title(gallery_r
                 seen.add("kernels")
         if result["timings"]:
             seen.add("timings")
+        for field in ("exports", "torchscript"):  # gallery 14 and 15 make these programs
+            for program in result[field]:
+                for name, artifact in program["stages"].items():
+                    assert STAGES[name]["field"] == field and artifact["title"] == STAGES[name]["title"]
+                    seen.add(name)
     cpu_stages = {n for n in STAGES if not n.startswith("triton_")} - {"aot_joint"}
     assert cpu_stages <= seen, cpu_stages - seen
 

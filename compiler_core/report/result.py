@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .calls import calls
 from .census import census
-from .stages import EXTRACTORS, triton_ir
+from .stages import EXTRACTORS, export, torchscript, triton_ir
 from .stages.breaks import graph_breaks, recompiles
 from .stages.kernels import extract_kernels
 
@@ -127,6 +128,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     stage_errors += [r["meta"] for r in records  # run-level steps: timings, GPU preview ...
                      if r["name"] == "stage_error" and r["compile_id"] is None]
     error = _first_meta(records, "error") or run.get("error")
+    recompile_list = recompiles(records)
     result = {
         "version": RESULT_VERSION,
         "environment": _first_meta(records, "environment") or {},
@@ -139,7 +141,10 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
         "duration_s": run.get("duration_s"),
         "compiles": compiles,
         "graph_breaks": graph_breaks(records, compiles, user_file),
-        "recompiles": recompiles(records),
+        "recompiles": recompile_list,
+        "calls": calls(records, recompile_list),
+        "exports": export.programs(records, user_file),
+        "torchscript": torchscript.programs(records, user_file),
         "timings": [r["meta"] for r in records if r["name"] == "timing"],
         "compiled_callables": compiled_callables(records),
         "stage_errors": stage_errors,

@@ -18,6 +18,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from ..report.records import RecordWriter
+from .calls import CallTimeline
 
 MAX_SIGNATURES = 4  # distinct argument signatures kept per callable
 
@@ -72,23 +73,27 @@ def describe(value) -> str:
     return type(value).__name__
 
 
+def user_line(user_file: str) -> int | None:
+    """The line of the user's script the innermost frame of it is at (the call site)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != user_file:
+        frame = frame.f_back
+    return frame.f_lineno if frame is not None else None
+
+
 class CompileRecorder:
     """Installs itself as `torch.compile` for the duration of a job."""
 
-    def __init__(self, writer: RecordWriter, defaults: dict, user_file: str, after_call=None):
+    def __init__(self, writer: RecordWriter, defaults: dict, user_file: str, after_call=None,
+                 timeline: CallTimeline | None = None):
         self.writer, self.defaults, self.user_file = writer, defaults, user_file
         self.after_call = after_call or (lambda: None)  # runs when a compiled call returns
+        self.timeline = timeline  # told where each call begins and ends
         self.callables: list[CompiledCallable] = []
         self.real_compile = torch.compile  # the real one, also for timing's own compiles
 
     def install(self) -> None:
         torch.compile = self.compile
-
-    def _caller_line(self) -> int | None:
-        frame = sys._getframe(2)
-        while frame is not None and frame.f_code.co_filename != self.user_file:
-            frame = frame.f_back
-        return frame.f_lineno if frame is not None else None
 
     def compile(self, model=None, **kwargs):
         if model is None:  # used as @torch.compile(...) with arguments
@@ -103,14 +108,14 @@ class CompileRecorder:
                                  model, compiled)
         self.callables.append(entry)
         self.writer.emit("compiled_callable", None, None, index=entry.index, name=entry.name,
-                         kind=entry.kind, line=self._caller_line(),
+                         kind=entry.kind, line=user_line(self.user_file),
                          options={k: (v if isinstance(v, (str, bool, type(None))) else
                                       getattr(v, "__name__", type(v).__name__))
                                   for k, v in merged.items()})
         if isinstance(compiled, torch.nn.Module):
             compiled.register_forward_pre_hook(
                 lambda _mod, args, kw: self._record_call(entry, args, kw), with_kwargs=True)
-            compiled.register_forward_hook(lambda *_: self.after_call(), always_call=True)
+            compiled.register_forward_hook(lambda *_: self._call_ended(), always_call=True)
             return compiled
 
         @functools.wraps(compiled)
@@ -121,10 +126,17 @@ class CompileRecorder:
             try:
                 return compiled(*args, **kw)
             finally:
-                self.after_call()
+                self._call_ended()
         return call
 
+    def _call_ended(self) -> None:
+        if self.timeline:
+            self.timeline.end()
+        self.after_call()
+
     def _record_call(self, entry: CompiledCallable, args: tuple, kwargs: dict) -> None:
+        if self.timeline:
+            self.timeline.begin(entry.index, user_line(self.user_file))
         signature = tuple(describe(a) for a in args) + tuple(
             f"{k}={describe(v)}" for k, v in kwargs.items())
         if signature in entry.signatures or len(entry.signatures) >= MAX_SIGNATURES:

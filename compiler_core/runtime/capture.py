@@ -57,11 +57,13 @@ class TraceHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
-        if not self.session.recording or not isinstance(metadata, dict):
+        if not isinstance(metadata, dict):
             return
-        if "str" in metadata:
+        if "str" in metadata:  # also while paused: later records name the file by this id
             text, index = metadata["str"]
             self.interned[index] = text
+            return
+        if not self.session.recording:
             return
         name, meta = self._classify(metadata)
         if name is None:
@@ -70,6 +72,8 @@ class TraceHandler(logging.Handler):
         if metadata.get("frame_id") is not None:
             compile_id = f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
         if name == "dynamo_start":
+            if compile_id not in self.session.started:  # a restarted analysis starts again
+                self.session.started.append(compile_id)
             meta = {"stack": [{**frame, "filename": self.interned.get(frame.get("filename"),
                                                                        frame.get("filename"))}
                               for frame in meta.get("stack", [])]}
@@ -121,6 +125,7 @@ def bytecode_hook(session: CaptureSession):
     def hook(code, new_code):
         if not session.recording:
             return None
+        session.codes[current_compile_id()] = code
         session.writer.emit("bytecode", current_compile_id(), None,
                     name=code.co_name, filename=code.co_filename, line=code.co_firstlineno,
                     original=_dis_text(code), transformed=_dis_text(new_code),
@@ -155,13 +160,17 @@ class CaptureSession:
     `graphs`: the Dynamo graphs as backends received them, (compile id, copy of the GraphModule,
     example inputs), for the Core ATen / prims views (`emit_views`) and the GPU preview, which
     compiles them again after the script. `output_modules`: Inductor output module file (absolute
-    path) -> compile id, to place its kernels after the script."""
+    path) -> compile id, to place its kernels after the script. `started`: compile ids in the order
+    their compiles began; `codes`: compile id -> the code object Dynamo compiled (`calls.py`
+    reads both to tell which cache entry served a call)."""
 
     def __init__(self, writer: RecordWriter, user_file: str):
         self.writer, self.user_file = writer, user_file
         self.graphs: list[tuple] = []
         self.views_done = 0  # graphs[:views_done] have had their views emitted
         self.output_modules: dict[str, str | None] = {}
+        self.started: list[str] = []
+        self.codes: dict[str, object] = {}
         self.kernels_before: set[int] = set()  # ids of Triton kernels alive before the script
         self._paused = False
 

@@ -17,9 +17,11 @@ import torch
 
 from . import measure
 from .callables import CompileRecorder
+from .calls import CallTimeline
 from .capture import CaptureSession
 from .config import configure_job
 from .opsets import opsets
+from .programs import ProgramRecorder
 from ..errors import ErrorKind
 from ..options import OUTPUT_FILE_LIMIT, Options
 from ..report.records import RecordWriter
@@ -126,15 +128,17 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
         session.attach()
         measure.before_script(session, device)
         recorder = CompileRecorder(writer, options.compile_defaults(), user_file,
-                                   after_call=session.emit_views)
+                                   after_call=session.emit_views, timeline=CallTimeline(session))
         recorder.install()
+        programs = ProgramRecorder(session, user_file)
+        programs.install()
         try:
             execute(source, user_file)
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise
         session.emit_views()
-        if not recorder.callables:
+        if not recorder.callables and not programs.recorded:
             writer.emit("error", None, None, **ErrorKind.NO_COMPILE.error(NO_COMPILE_HINT))
         else:
             for entry in recorder.callables:

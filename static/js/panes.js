@@ -6,6 +6,7 @@ import { createViewer, markLines, scrollToLine, setTheme } from "./editor.js";
 import { renderGraph } from "./graph.js";
 import { renderGuards } from "./guards.js";
 import { renderTimings } from "./timings.js";
+import { entryLabel, pickable, programStage } from "./programs.js";
 import { artifactFor, filename, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
 
 export class Panes {
@@ -111,13 +112,13 @@ class Pane {
   }
 
   compile() {
-    const compiles = this.owner.result?.compiles ?? [];
+    const compiles = pickable(this.owner.result);
     return compiles.find((c) => c.id === this.state.compile) ?? compiles[0] ?? null;
   }
 
   render() {
     const compile = this.compile();
-    const stage = resolveStage(compile, this.state.stage);
+    const stage = resolveStage(compile, programStage(compile, this.state.stage));
     this.artifact = artifactFor(compile, stage, this.owner.result);
     const views = viewsFor(stage, this.artifact);
     const view = views.some(([v]) => v === this.state.view) ? this.state.view : views[0][0];
@@ -170,10 +171,9 @@ class Pane {
   }
 
   renderSelects(compile, stage) {
-    const compiles = this.owner.result?.compiles ?? [];
+    const compiles = pickable(this.owner.result);
     clear(this.compileSelect, compiles.length ? compiles.map((c) =>
-      h("option", { value: c.id, selected: c.id === compile?.id },
-        `${c.id} ${c.frame?.name ?? ""}`)) : h("option", {}, "—"));
+      h("option", { value: c.id, selected: c.id === compile?.id }, entryLabel(c))) : h("option", {}, "—"));
     const result = this.owner.result;
     clear(this.stageSelect, stageMenu(compile, result, stage).map(([name, label]) => {
       const present = !result || artifactFor(compile, name, result);

@@ -3,10 +3,11 @@
 // breaks explained, and the script's output and error (an engine-named kind says its meaning,
 // from the catalogue's error kinds, on hover).
 
+import { renderCalls } from "./calls.js";
 import { h, clear, lineLink, safeUrl } from "./dom.js";
 import { stageList } from "./stages.js";
 
-const TABS = [["compiles", "Compiles"], ["breaks", "Graph breaks"], ["output", "Output"]];
+const TABS = [["compiles", "Compiles"], ["calls", "Calls"], ["breaks", "Graph breaks"], ["output", "Output"]];
 const RUN = "—"; // the row of the whole run's stages (timings): events without a compile id
 
 export class RunPanel {
@@ -80,6 +81,7 @@ export class RunPanel {
   render() {
     this.renderStatus();
     this.renderCompiles();
+    renderCalls(this.panels.get("calls"), this.result, { onCompile: this.onCompile, onLine: this.onLine });
     this.renderBreaks();
     this.renderOutput();
   }

@@ -6,11 +6,13 @@ artifacts (`field == "stages"`) also define `extract(compile_records) -> {stage:
 module plus one line here.
 """
 
-from . import aot, bytecode, decomp, dynamo, guards, inductor, kernels, metrics, timings, triton_ir
+from . import (aot, bytecode, decomp, dynamo, export, guards, inductor, kernels, metrics, timings,
+               torchscript, triton_ir)
 from .breaks import PROGRESS
 from .spec import Stage
 
-MODULES = (bytecode, dynamo, guards, aot, decomp, inductor, kernels, timings, metrics, triton_ir)
+MODULES = (bytecode, dynamo, guards, aot, decomp, inductor, kernels, timings, metrics, triton_ir,
+           export, torchscript)
 
 STAGES: tuple[Stage, ...] = tuple(spec for module in MODULES for spec in module.SPECS)
 EXTRACTORS = tuple(m for m in MODULES if all(spec.field == "stages" for spec in m.SPECS))

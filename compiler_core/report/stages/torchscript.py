@@ -1,0 +1,47 @@
+"""Stages of `torch.jit.trace` / `torch.jit.script`, one entry per TorchScript function or
+module the script made: `result["torchscript"] = [{"id", "line", "kind", "stages", "warnings"}]`.
+
+`torchscript_graph` is the inlined TorchScript IR; each node ends with the source range it came
+from (`# /path/script.py:4:15`), which links it to the user's line. `torchscript_code` is the
+same program as TorchScript prints it back as Python: a trace has no `if` where the script made a
+`prim::If` (the branch taken was baked in, which the trace's TracerWarning says).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .common import artifact, is_user_file
+from .spec import Stage
+
+SPECS = (
+    Stage("torchscript_graph", "TorchScript graph", "TorchScript graph (inlined IR)", "text",
+          field="torchscript"),
+    Stage("torchscript_code", "TorchScript code", "TorchScript code", "python",
+          field="torchscript"),
+)
+SOURCE_RANGE = re.compile(r"# (?P<file>\S+):(?P<line>\d+):\d+\s*$")
+
+
+def _src_lines(text: str, user_file: str) -> list[int | None]:
+    out = []
+    for line in text.split("\n"):
+        match = SOURCE_RANGE.search(line)
+        out.append(int(match["line"]) if match and is_user_file(match["file"], user_file)
+                   else None)
+    return out
+
+
+def programs(records: list[dict], user_file: str) -> list[dict]:
+    out = []
+    for record in records:
+        if record["name"] != "torchscript":
+            continue
+        meta = record["meta"]
+        pid = f"{meta['kind']}-{meta['index']}"
+        out.append({"id": pid, "line": meta["line"], "kind": meta["kind"],
+                    "warnings": meta["warnings"], "stages": {
+                        spec.name: artifact(spec.name, pid, spec.title, spec.language, text,
+                                            _src_lines(text, user_file))
+                        for spec in SPECS if (text := meta["stages"].get(spec.name))}})
+    return out
