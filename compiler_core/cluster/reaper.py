@@ -3,13 +3,16 @@
 RQ itself notices an abandoned job only when the job's own time limit (plus a minute) has
 passed, minutes later. A slot here renews a 10 s heartbeat key every second, so any process that
 calls `reap` (every slot and every web server do, every few seconds) sees a dead slot's job
-within ~15 s: the first to claim it (SET NX) queues it again as attempt 2 when a live slot of its
-environment is left, else publishes a final `WorkerDied` result on the run's stream.
+within ~15 s. A slot must stay silent for `CONFIRM_S` more (after a Redis restart every key with
+a TTL may have expired while the slots are alive and about to beat again); then the first to
+claim it (SET NX) queues it again as attempt 2 when a live slot of its environment is left, else
+publishes a final `WorkerDied` result on the run's stream.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 from ..errors import ErrorKind
 from ..supervisor.job import empty_result
@@ -17,6 +20,7 @@ from . import protocol
 
 MAX_ATTEMPTS = 2
 CLAIM_TTL_S = 3600
+CONFIRM_S = 3.0
 
 
 def slot_of(worker_name: str | None) -> str | None:
@@ -58,7 +62,7 @@ def reap(conn, env_ids) -> int:
             job = Job.fetch(job_id, connection=conn, serializer=JSONSerializer) \
                 if Job.exists(job_id, connection=conn) else None
             slot = slot_of(job.worker_name) if job else None
-            if slot is None or conn.exists(protocol.slot_key(slot)):
+            if slot is None or not _confirmed_dead(conn, slot):
                 continue
             if not conn.set(f"torchbolt:reaped:{job_id}", 1, nx=True, ex=CLAIM_TTL_S):
                 continue
@@ -67,6 +71,16 @@ def reap(conn, env_ids) -> int:
             _retry_or_fail(conn, env_id, slot, *job.args)
             handled += 1
     return handled
+
+
+def _confirmed_dead(conn, slot: str) -> bool:
+    """True once `slot` has had no heartbeat for CONFIRM_S since this was first noticed."""
+    suspect = f"torchbolt:silent:{slot}"
+    if conn.exists(protocol.slot_key(slot)):
+        conn.delete(suspect)
+        return False
+    conn.set(suspect, time.time(), nx=True, ex=CLAIM_TTL_S)
+    return time.time() - float(conn.get(suspect) or time.time()) >= CONFIRM_S
 
 
 def _retry_or_fail(conn, env_id: str, slot: str, run_id: str, key: str, source: str,
