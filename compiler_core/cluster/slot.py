@@ -151,7 +151,7 @@ def main() -> None:
             worker.max_connection_wait_time = 2  # back within 2 s of a Redis restart
             with contextlib.suppress(*protocol.broker_errors()):
                 worker.work(logging_level="WARNING")
-            if worker._stop_requested:  # SIGTERM or SIGINT
+            if worker._shutdown_requested_date:  # SIGTERM or SIGINT (RQ's warm shutdown)
                 break
             time.sleep(1)
     finally:
