@@ -71,7 +71,7 @@ def user(i: int, port: int, options: dict, barrier: threading.Barrier, out: list
                                                             "options": options})
     record = {"user": i, "submit_status": status}
     while status == 202:
-        status, answer = request(port, "GET", f"/api/jobs/{job['job']}", ip)
+        _, answer = request(port, "GET", f"/api/jobs/{job['job']}", ip)
         if answer.get("status") in ("done", "failed"):
             record.update(status=answer["status"], completion_s=time.monotonic() - started,
                           error=(answer["result"] or {}).get("error"))
