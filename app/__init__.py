@@ -5,6 +5,9 @@
 - DATA_DIR: the share store (env TORCHBOLT_DATA, default ./var);
 - WORKERS: warm compile workers (default 1; 0 serves stored results only); SANDBOX: passed to
   each `Worker(sandbox=...)` when not None (None: the engine sandboxes jobs when it can);
+- BROKER: None (the embedded default: in-process queue, SQLite), or redis://HOST:PORT/DB: jobs,
+  live records and results go through Redis to worker hosts (app/broker.py); WORKERS then only
+  says how many worker slots `python -m app` starts beside the server;
 - TOKEN: None, or the access token every request must carry (app/auth.py);
 - JOBS_PER_CLIENT (2): a client's jobs queued or running at once; MAX_TIMEOUT (120 s): the
   largest `timeout` option a job may ask for;
@@ -22,7 +25,7 @@ import sys
 
 from flask import Flask
 
-from compiler_core import Worker
+from compiler_core import Broker, Worker
 
 from . import api, auth, errors, http, pages
 from .manager import JobManager
@@ -41,19 +44,13 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
                 template_folder=os.path.join(ASSETS, "templates"))
     app.config.from_mapping(
         DATA_DIR=os.environ.get("TORCHBOLT_DATA", os.path.join(ROOT, "var")),
-        WORKERS=1, SANDBOX=None, TOKEN=None, JOBS_PER_CLIENT=2, MAX_TIMEOUT=120.0,
+        WORKERS=1, SANDBOX=None, BROKER=None, TOKEN=None, JOBS_PER_CLIENT=2, MAX_TIMEOUT=120.0,
         THREADS=48, STREAM_RESERVE=8, STREAMS_PER_CLIENT=4,
         MAX_CONTENT_LENGTH=1024 * 1024,
     )
     app.config.update(test_config or {})
     app.json.sort_keys = False
-    if workers is None:
-        sandbox = app.config["SANDBOX"]
-        workers = [Worker() if sandbox is None else Worker(sandbox=sandbox)
-                   for _ in range(app.config["WORKERS"])]
-    store = Store(app.config["DATA_DIR"])
-    app.extensions["torchbolt.jobs"] = JobManager(store, workers,
-                                                  app.config["JOBS_PER_CLIENT"]).start()
+    app.extensions["torchbolt.jobs"] = _manager(app.config, workers).start()
     app.extensions["torchbolt.streams"] = StreamLimiter(
         app.config["STREAMS_PER_CLIENT"], app.config["THREADS"] - app.config["STREAM_RESERVE"])
     auth.register(app)
@@ -62,3 +59,15 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
     errors.register(app)
     http.register(app)
     return app
+
+
+def _manager(config, workers: list[Worker] | None) -> JobManager:
+    if config["BROKER"]:
+        from .broker import BrokerManager
+        return BrokerManager(Broker(config["BROKER"]), config["JOBS_PER_CLIENT"],
+                             local_slots=config["WORKERS"])
+    if workers is None:
+        sandbox = config["SANDBOX"]
+        workers = [Worker() if sandbox is None else Worker(sandbox=sandbox)
+                   for _ in range(config["WORKERS"])]
+    return JobManager(Store(config["DATA_DIR"]), workers, config["JOBS_PER_CLIENT"])

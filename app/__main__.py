@@ -4,18 +4,26 @@ Uses waitress, a multi-threaded production WSGI server (each open event stream h
 app/streams.py caps them). Beyond loopback every request needs a token (app/auth.py), and the
 server refuses to start there unless jobs are sandboxed or --unsafe-no-sandbox is given.
 SIGTERM and SIGINT close the compile workers, then exit.
+
+With `--broker redis://[:PASSWORD@]HOST:PORT/DB` (or $TORCHBOLT_BROKER) jobs go through Redis to
+worker hosts (`python -m compiler_core worker`); `--workers N` then starts N worker slots beside
+this server (0: web only). Without `--token`, all web servers of one broker share one token.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 import signal
+import subprocess
 import sys
 import time
 
 from . import create_app
 from .auth import is_loopback
+from compiler_core import redact_url as redact
+
 from .serving import exposure_refusal, make_server, ready_url, sandbox_line, sandbox_state
 
 
@@ -26,6 +34,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--data-dir", help="share store folder (default ./var or $TORCHBOLT_DATA)")
     parser.add_argument("--workers", type=int, default=1, help="warm compile workers (default 1)")
+    parser.add_argument("--broker", default=os.environ.get("TORCHBOLT_BROKER"),
+                        help="redis://[:PASSWORD@]HOST:PORT/DB: share jobs and results with "
+                             "other servers and worker hosts (default $TORCHBOLT_BROKER)")
     parser.add_argument("--threads", type=int, default=48, help="HTTP threads (default 48)")
     parser.add_argument("--token", help="access token (default beyond loopback: a random one)")
     parser.add_argument("--max-timeout", type=float, default=120.0, metavar="S",
@@ -42,26 +53,40 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def worker_slots(broker: str, slots: int) -> subprocess.Popen:
+    """Worker slots beside this server (the broker URL travels in the environment, not argv)."""
+    return subprocess.Popen([sys.executable, "-m", "compiler_core", "worker", "--slots",
+                             str(slots)], env={**os.environ, "TORCHBOLT_BROKER": broker})
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     sandbox = sandbox_state()
-    refusal = exposure_refusal(args.host, sandbox, args.unsafe_no_sandbox)
+    runs_jobs = not args.broker or args.workers > 0  # broker, --workers 0: no job runs here
+    refusal = runs_jobs and exposure_refusal(args.host, sandbox, args.unsafe_no_sandbox)
     if refusal:
         print(refusal, file=sys.stderr, flush=True)
         sys.exit(2)
-    token = args.token or (None if is_loopback(args.host) else secrets.token_urlsafe(24))
+    token = args.token or (None if is_loopback(args.host) else shared_token(args.broker))
     config = {"WORKERS": args.workers, "TOKEN": token, "THREADS": args.threads,
-              "MAX_TIMEOUT": args.max_timeout,
+              "MAX_TIMEOUT": args.max_timeout, "BROKER": args.broker,
               "SANDBOX": False if args.unsafe_no_sandbox else None}
     if args.data_dir:
         config["DATA_DIR"] = args.data_dir
-    print(sandbox_line(sandbox, args.unsafe_no_sandbox), flush=True)
-    started, apps = time.monotonic(), []
+    if runs_jobs:
+        print(sandbox_line(sandbox, args.unsafe_no_sandbox), flush=True)
+    started, apps, slots = time.monotonic(), [], []
+    if args.broker:
+        print(f"torchbolt: broker {redact(args.broker)}", flush=True)
+        if runs_jobs:
+            slots.append(worker_slots(args.broker, args.workers))
 
     def stop(signum, frame):
         print(f"torchbolt: {signal.Signals(signum).name}: closing the compile workers", flush=True)
         for app in apps:
             app.extensions["torchbolt.jobs"].close()
+        for proc in slots:
+            proc.terminate()
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
@@ -77,6 +102,19 @@ def main(argv: list[str] | None = None) -> None:
         server.run()
     finally:
         manager.close()
+        for proc in slots:
+            proc.terminate()
+
+
+def shared_token(broker: str | None) -> str:
+    """A random token; with a broker, the one all its web servers share (made by the first)."""
+    if not broker:
+        return secrets.token_urlsafe(24)
+    from compiler_core import Broker, BrokerDown
+    try:
+        return Broker(broker).shared_token()
+    except BrokerDown as exc:
+        sys.exit(f"torchbolt: {exc}; give --token T to start without it")
 
 
 if __name__ == "__main__":

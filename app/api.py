@@ -2,7 +2,8 @@
 
 Job ids are handles: each submit gets its own, identical submits share one run and its result.
 
-    POST /api/compile              {"source", "options"} -> {"job", "key", "status", "cached"}
+    POST /api/compile              {"source", "options"[, "environment"]}
+                                   -> {"job", "key", "status", "cached"}
     GET  /api/jobs/ID              -> {"status": queued|running|done|failed, "result": {...}}
     GET  /api/jobs/ID/events       -> text/event-stream: status, one `stage` per stage, `done`
     POST /api/jobs/ID/cancel       -> {"status"} (of this handle; the run stops when no one waits)
@@ -23,7 +24,7 @@ from compiler_core import catalogue, get_example, list_examples
 from .errors import ApiError
 from .graphview import graph_view, parse_collapse
 from .store import is_key
-from .validate import parse_compile_request
+from .validate import parse_compile_request, parse_environment
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -51,7 +52,7 @@ def find_job(job_id: str):
 def compile_source():
     """Queue a compile, or answer from the store when the same code ran before."""
     source, options = parse_compile_request()
-    job = manager().submit(source, options, client_id())
+    job = manager().submit(source, options, client_id(), parse_environment())
     return jsonify({"ok": True, "job": job.id, "key": job.key, "status": job.status,
                     "cached": job.cached}), 202
 
@@ -158,5 +159,6 @@ def engine_catalogue():
 
 @bp.get("/status")
 def status():
-    """The environment results are computed in."""
-    return jsonify({"ok": True, "environment": manager().environment})
+    """The environment results are computed in, and every environment a submit may choose
+    (`environments`: one per torch/triton/device of the connected workers)."""
+    return jsonify({"ok": True, **manager().status()})

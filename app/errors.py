@@ -10,6 +10,8 @@ from __future__ import annotations
 from flask import Flask, current_app, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from compiler_core import BrokerDown
+
 
 class ApiError(Exception):
     def __init__(self, status: int, message: str, headers: dict | None = None):
@@ -30,6 +32,11 @@ def register(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
         return _respond(exc.status, exc.message, exc.headers)
+
+    @app.errorhandler(BrokerDown)
+    def broker_down(exc: BrokerDown):
+        return _respond(503, f"{exc}; results this server has seen are still served; try "
+                             "again shortly", {"Retry-After": "5"})
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

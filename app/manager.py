@@ -16,7 +16,8 @@ import json
 import threading
 import time
 
-from compiler_core import ErrorKind, Options, Worker, empty_result, engine_version
+from compiler_core import (ErrorKind, Options, Worker, empty_result, engine_version,
+                           environment_id, environment_identity)
 
 from .errors import ApiError
 from .fairqueue import FairQueue
@@ -64,15 +65,13 @@ class JobManager:
             worker.close()
 
     # -- requests
-    def submit(self, source: str, options: Options, client: str) -> Handle:
-        if not self._workers:
-            raise ApiError(503, "this server has no compile workers (read-only mode)")
-        key = content_key(source, options.to_dict(), self.engine)
+    def submit(self, source: str, options: Options, client: str,
+               environment: str | None = None) -> Handle:
+        env_id, engine = self._environment(environment)
+        key = content_key(source, options.to_dict(), engine)
         with self._lock:
             self._prune()
-            run = self._active.get(key)
-            if run is not None and run.job.cancelled:
-                run = None  # being cancelled: start afresh
+            run = self._joinable(key)
             if run is None:
                 stored = self.store.get(key)
                 error = (stored["result"].get("error") or {}).get("type") if stored else None
@@ -85,14 +84,42 @@ class JobManager:
                                     f"running (the limit per client is {self.per_client}); "
                                     "wait for one to finish or cancel one")
             if run is None:
-                if self._queue.qsize() >= self.max_queued:
-                    raise ApiError(503, f"the compile queue is full ({self.max_queued} jobs); "
-                                        "try again in a minute")
-                run = self._active[key] = Run(key, source, options)
-                run.emit({"type": "status", "status": "queued",
-                          "position": self._queue.position_for(client)})
-                self._queue.put(client, run)
+                run = self._active[key] = self._enqueue(key, source, options, client, env_id)
             return self._add(Handle(run, client))
+
+    def _environment(self, requested: str | None) -> tuple[str | None, str]:
+        """(environment id, engine string of the content key) a submit runs in."""
+        if not self._workers:
+            raise ApiError(503, "this server has no compile workers (read-only mode)")
+        ours = [env["id"] for env in self.environments()]
+        if requested is not None and requested not in ours:
+            raise ApiError(400, f"unknown environment {requested!r}; GET /api/status lists them")
+        return requested, self.engine
+
+    def _joinable(self, key: str) -> Run | None:
+        run = self._active.get(key)
+        return None if run is None or run.job.cancelled else run  # being cancelled: start afresh
+
+    def _enqueue(self, key: str, source: str, options: Options, client: str,
+                 env_id: str | None) -> Run:
+        if self._queue.qsize() >= self.max_queued:
+            raise ApiError(503, f"the compile queue is full ({self.max_queued} jobs); "
+                                "try again in a minute")
+        run = Run(key, source, options)
+        run.emit({"type": "status", "status": "queued",
+                  "position": self._queue.position_for(client)})
+        self._queue.put(client, run)
+        return run
+
+    def environments(self) -> list[dict]:
+        """The one environment of this server's workers, once the probe has run."""
+        if not self._workers or "device" not in self.environment:
+            return []
+        return [{"id": environment_id(self.environment),
+                 **environment_identity(self.environment), "workers": len(self._workers)}]
+
+    def status(self) -> dict:
+        return {"environment": self.environment, "environments": self.environments()}
 
     def cancel(self, handle: Handle) -> None:
         """Detach this handle; cancel its run when no one else is waiting for it."""

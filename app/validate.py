@@ -53,6 +53,14 @@ def check_text(source: str) -> None:
                             "cannot encode") from None
 
 
+def parse_environment() -> str | None:
+    """The submit's `environment` (an id from GET /api/status), or None for the default."""
+    chosen = (request.get_json(silent=True) or {}).get("environment")
+    if chosen is not None and not isinstance(chosen, str):
+        raise ApiError(400, "'environment' must be an id from GET /api/status")
+    return chosen
+
+
 def parse_compile_request() -> tuple[str, Options]:
     body = request.get_json(silent=True)
     if not isinstance(body, dict):

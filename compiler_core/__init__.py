@@ -11,6 +11,9 @@ records into the result. It never imports Flask. The CLI is `torchbolt run SCRIP
 """
 
 from .catalogue import catalogue
+from .cluster.client import Broker, BrokerDown, compress_result, expand_result
+from .cluster.protocol import environment_id, environment_identity
+from .cluster.protocol import redact as redact_url
 from .errors import ErrorKind
 from .gallery import Example, get_example, list_examples
 from .gpu_gallery import list_examples as list_gpu_examples
@@ -41,7 +44,8 @@ def capture_this_process(stream, user_file: str):
     return attach(stream, user_file)
 
 
-__all__ = ["ErrorKind", "Example", "GRAPH_STAGES", "Job", "Options", "OptionsError",
-           "SandboxCheck", "Worker", "WorkerError", "build_result", "capture_this_process",
-           "catalogue", "empty_result", "engine_version", "get_example", "graph_nodes",
-           "list_examples", "list_gpu_examples", "sandbox_check"]
+__all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "Job", "Options",
+           "OptionsError", "SandboxCheck", "Worker", "WorkerError", "build_result",
+           "capture_this_process", "catalogue", "compress_result", "empty_result",
+           "engine_version", "environment_id", "environment_identity", "expand_result",
+           "get_example", "graph_nodes", "list_examples", "list_gpu_examples", "redact_url", "sandbox_check"]

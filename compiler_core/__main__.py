@@ -1,4 +1,6 @@
-"""CLI: `python -m compiler_core run SCRIPT.py [--json OUT.json] [options]`.
+"""CLI: `python -m compiler_core run SCRIPT.py [--json OUT.json] [options]`, and
+`python -m compiler_core worker --broker redis://HOST:PORT/DB [--device D] [--slots N]`, a worker
+host serving the web servers that share that broker (cluster/host.py).
 
 Prints one progress line per captured stage to stderr and writes the result JSON (to stdout
 without --json) in every case. Exit code 0 when the script ran, 1 with a one-line message when not.
@@ -45,7 +47,13 @@ def progress(event: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["worker"]:
+        from .cluster import host
+        return host.serve(host.parse_args(argparse.ArgumentParser(
+            prog="python -m compiler_core worker",
+            description="Run jobs from a Redis broker (see README, Scale out)."), argv[1:]))
+    args = parse_args(argv)
     try:
         options = Options(**{option.name: getattr(args, option.name) for option in USER_OPTIONS})
         path = os.path.abspath(args.script)

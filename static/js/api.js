@@ -20,7 +20,8 @@ async function request(method, url, body) {
 }
 
 export const api = {
-  compile: (source, options) => request("POST", "/api/compile", { source, options }),
+  compile: (source, options, environment) => request("POST", "/api/compile",
+    { source, options, environment }),
   job: (id) => request("GET", `/api/jobs/${encodeURIComponent(id)}`),
   cancel: (id) => request("POST", `/api/jobs/${encodeURIComponent(id)}/cancel`),
   status: () => request("GET", "/api/status"),

@@ -8,6 +8,7 @@ import { RunPanel, breakLink } from "./runpanel.js";
 import { loadDraft, loadSettings, pageOptions, saveDraft, saveSettings } from "./settings.js";
 import { configureStages } from "./stages.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
+import { chosenEnvironment, mountEnvironmentPicker } from "./environments.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const $ = (selector) => document.querySelector(selector);
@@ -130,7 +131,7 @@ async function compile() {
   document.body.dataset.job = "running";
   let job;
   try {
-    job = await api.compile(source, settings.options);
+    job = await api.compile(source, settings.options, chosenEnvironment());
   } catch (error) {
     current = null;
     run.finish({ status: "failed", error: { type: "Request", message: error.message } });
@@ -297,6 +298,7 @@ installSplitters(settings, persist);
 installShortcuts(actions);
 applyLook();
 showEnvironment(boot.environment);
+mountEnvironmentPicker($("#env"));
 if (!boot.environment.device) {
   const poll = setInterval(async () => {
     const { environment } = await api.status().catch(() => ({}));

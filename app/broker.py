@@ -1,0 +1,245 @@
+"""The job manager with a Redis broker (`python -m app --broker redis://HOST:PORT/DB`).
+
+The same handles, runs, per-client limit and cancel rules as `manager.JobManager`; what differs:
+
+- runs are queued on the chosen environment's RQ queue and run on worker hosts
+  (`python -m compiler_core worker`); identical submits on any web server share one run;
+- one follower thread reads the streams of the runs this server follows (XREAD) and feeds each
+  into its run's engine `Job`, so events, SSE and partial results are as with a local worker;
+- handles are saved in Redis, so any web server answers for any job id (no sticky sessions);
+- results go to the shared store in Redis; each server keeps the latest ones it saw in memory,
+  and serves them from there while Redis is down; anything else then is a 503.
+
+Clients are limited per web server (each tells clients apart by peer address, as before); the
+RQ queue is FIFO, and with at most `per_client` jobs per client no one waits behind a backlog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+
+from compiler_core import (Broker, BrokerDown, ErrorKind, Job, Options, compress_result,
+                           environment_identity, expand_result)
+
+from .errors import ApiError
+from .jobs import Handle, Run
+from .manager import JobManager
+
+CACHED_RESULTS = 256  # compressed results kept in memory per server (~10x smaller than JSON)
+READ_BLOCK_MS = 500
+CHECK_EVERY_S = 3.0  # reap dead slots' jobs, notice lost runs
+READY_TIMEOUT_S = 300
+log = logging.getLogger("torchbolt.broker")
+
+
+class RedisStore:
+    """The shared store, with the latest results this server saw kept for when Redis is down."""
+
+    def __init__(self, broker: Broker, keep: int = CACHED_RESULTS) -> None:
+        self.broker, self.keep = broker, keep
+        self._seen: OrderedDict[str, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _remember(self, key: str, row: tuple) -> None:
+        with self._lock:
+            self._seen[key] = row
+            self._seen.move_to_end(key)
+            while len(self._seen) > self.keep:
+                self._seen.popitem(last=False)
+
+    def put(self, key: str, source: str, options: dict, result: dict) -> None:
+        row = (source, options, compress_result(result))
+        self._remember(key, row)
+        self.broker.save_result(key, *row)
+
+    def get(self, key: str) -> dict | None:
+        try:
+            row = self.broker.load_result(key)
+        except BrokerDown:
+            row = self._seen.get(key)
+            if row is None:
+                raise
+        if row is None:
+            return None
+        self._remember(key, row)
+        return {"key": key, "source": row[0], "options": row[1], "result": expand_result(row[2])}
+
+
+class BrokerManager(JobManager):
+    def __init__(self, broker: Broker, per_client: int, local_slots: int = 0) -> None:
+        super().__init__(RedisStore(broker), [], per_client)
+        self.broker, self.local_slots = broker, local_slots
+        self._following: dict[str, Run] = {}  # run id -> the run this server follows
+        self._closed = threading.Event()
+
+    def start(self) -> "BrokerManager":
+        threading.Thread(target=self._follow, daemon=True, name="torchbolt-follower").start()
+        return self
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """With worker slots started beside this server, wait until one advertises itself."""
+        deadline = time.monotonic() + timeout
+        while self.local_slots and time.monotonic() < deadline:
+            with contextlib.suppress(BrokerDown):
+                if self.broker.environments():
+                    return
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        self._closed.set()
+
+    # -- requests (JobManager's rules; these hooks put runs on the broker)
+    def _environment(self, requested: str | None) -> tuple[str, str]:
+        environments = self.environments()
+        if not environments:
+            raise ApiError(503, "no compile workers are connected to the broker; start one "
+                                "with `python -m compiler_core worker --broker URL`")
+        chosen = next((e for e in environments if e["id"] == requested), None) \
+            if requested else environments[0]
+        if chosen is None:
+            raise ApiError(400, f"unknown environment {requested!r}; GET /api/status lists "
+                                f"the connected ones: {', '.join(e['id'] for e in environments)}")
+        engine = {**environment_identity(chosen), "result": json.loads(self.engine)["result"]}
+        return chosen["id"], json.dumps(engine, sort_keys=True)
+
+    def _joinable(self, key: str) -> Run | None:
+        run = super()._joinable(key)
+        if run is not None:
+            return run
+        run_id = self.broker.active_run(key)
+        return self._adopt(run_id) if run_id else None
+
+    def _enqueue(self, key, source, options, client, env_id) -> Run:
+        run_id = self.broker.start_run(key, source, options.to_dict(), env_id)
+        run = self._watch(run_id, key, source, options)
+        run.emit({"type": "status", "status": "queued", "position": self.broker.queued(env_id)})
+        return run
+
+    def _add(self, handle: Handle) -> Handle:
+        remote = getattr(handle.run, "remote", None)
+        self.broker.save_handle(handle.id, {"run": remote, "key": handle.key,
+                                            "client": handle.client})
+        return super()._add(handle)
+
+    def get(self, job_id: str) -> Handle | None:
+        """This server's handle, or one another server made (adopted: its run followed here)."""
+        handle = super().get(job_id)
+        if handle is not None:
+            return handle
+        meta = self.broker.load_handle(job_id)
+        if meta is None:
+            return None
+        with self._lock:
+            run = self._adopt(meta["run"]) if meta["run"] else self._stored_run(meta["key"])
+            if run is None:
+                return None
+            handle = Handle(run, meta["client"])
+            handle.id = job_id
+            self._handles[job_id] = handle
+            return handle
+
+    def cancel(self, handle: Handle) -> None:
+        super().cancel(handle)
+        remote = getattr(handle.run, "remote", None)
+        if remote and handle.run.job.cancelled:
+            self.broker.cancel(remote)
+
+    def environments(self) -> list[dict]:
+        environments = self.broker.environments()
+        if environments:
+            self.environment = {k: v for k, v in environments[0].items()
+                                if k not in ("id", "workers")}
+        return environments
+
+    def status(self) -> dict:
+        try:
+            environments, up = self.environments(), True
+        except BrokerDown:
+            environments, up = [], False
+        return {"environment": self.environment, "environments": environments,
+                "broker": {"url": self.broker.shown, "reachable": up}}
+
+    # -- runs followed through their streams
+    def _stored_run(self, key: str) -> Run | None:
+        stored = self.store.get(key)
+        if stored is None:
+            return None
+        run = Run(key, stored["source"], Options.from_dict(stored["options"]))
+        run.finish(stored["result"], cached=True)
+        return run
+
+    def _adopt(self, run_id: str) -> Run | None:
+        """The local run following `run_id`, made from the stream's first entry if needed."""
+        if run_id in self._following:
+            return self._following[run_id]
+        origin = self.broker.run_origin(run_id)
+        if origin is None:
+            return None
+        return self._watch(run_id, origin["key"], origin["source"],
+                           Options.from_dict(origin["options"]), origin["env_id"])
+
+    def _watch(self, run_id: str, key: str, source: str, options: Options,
+               env_id: str | None = None) -> Run:
+        run = Run(key, source, options)
+        run.remote, run.cursor, run.env_id = run_id, "0", env_id
+        self._following[run_id] = run
+        return run
+
+    def _follow(self) -> None:
+        last_check = 0.0
+        while not self._closed.is_set():
+            cursors = {run_id: run.cursor for run_id, run in list(self._following.items())}
+            if not cursors:
+                self._closed.wait(0.2)
+                continue
+            try:
+                for run_id, entry_id, kind, data in self.broker.read(cursors, READ_BLOCK_MS):
+                    run = self._following.get(run_id)
+                    if run is not None:
+                        run.cursor = entry_id
+                        self._apply(run, kind, data)
+                if time.monotonic() - last_check > CHECK_EVERY_S:
+                    last_check = time.monotonic()
+                    self._check(cursors)
+            except BrokerDown:
+                self._closed.wait(1.0)  # Redis restarting: read on from the same cursors
+            except Exception:  # keep following the other runs
+                log.exception("following runs")
+                self._closed.wait(1.0)
+
+    def _apply(self, run: Run, kind: str, data) -> None:
+        if kind == "queued" and run.env_id is None:
+            run.env_id = data["env_id"]
+        elif kind == "started":
+            run.job.started(data["user_file"])
+        elif kind == "record":
+            run.job.add_record(data)
+        elif kind == "retry":  # the slot died: a fresh job for the next attempt's records
+            run.job = Job(run.source, Options.from_dict(run.options), listener=run.emit)
+            run.emit({"type": "status", "status": "queued", "message": data["message"]})
+        elif kind == "result":
+            self._finish(run, data)
+
+    def _finish(self, run: Run, result: dict | None, message: str | None = None) -> None:
+        if result is not None and (result.get("error") or {}).get("type") != ErrorKind.CANCELLED:
+            with contextlib.suppress(BrokerDown):
+                self.store.put(run.key, run.source, run.options, result)
+        run.finish(result, message=message)
+        with self._lock:
+            self._following.pop(run.remote, None)
+            self._end(run)
+
+    def _check(self, cursors: dict) -> None:
+        """Retry or fail jobs of dead slots; end runs whose stream Redis lost."""
+        env_ids = {run.env_id for run in self._following.values() if run.env_id}
+        self.broker.reap(env_ids)
+        for run_id in self.broker.lost_runs(cursors):
+            run = self._following.get(run_id)
+            if run is not None:
+                self._finish(run, None, "the broker lost this run (was Redis restarted without "
+                                        "persistence?); submit it again")

@@ -1,0 +1,151 @@
+"""The web side of the broker: environments, runs, their streams, handles and the shared store.
+
+Every method raises `BrokerDown` (never a redis exception) when Redis cannot be reached, so the
+web layer answers 503 and carries on; the client reconnects by itself once Redis is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import time
+import uuid
+import zlib
+
+from . import protocol
+from .reaper import enqueue, reap
+
+
+class BrokerDown(RuntimeError):
+    """Redis cannot be reached (down, restarting or loading its data)."""
+
+
+class Broker:
+    def __init__(self, url: str) -> None:
+        self.shown = protocol.redact(url)  # never the password
+        self.conn = protocol.connect(url)
+
+    @contextlib.contextmanager
+    def _reachable(self):
+        try:
+            yield
+        except protocol.broker_errors() as exc:
+            raise BrokerDown(f"the job broker (Redis at {self.shown}) cannot be reached "
+                             f"({type(exc).__name__})") from None
+
+    def ping(self) -> bool:
+        try:
+            return bool(self.conn.ping())
+        except protocol.broker_errors():
+            return False
+
+    def shared_token(self) -> str:
+        """The access token all web servers of this broker share (made by the first one)."""
+        with self._reachable():
+            self.conn.set("torchbolt:token", secrets.token_urlsafe(24), nx=True)
+            return self.conn.get("torchbolt:token").decode()
+
+    # -- environments: what the live slots advertise
+    def environments(self) -> list[dict]:
+        """`[{id, torch, triton, device, device_name, workers}]`, most workers first."""
+        with self._reachable():
+            keys = list(self.conn.scan_iter(match=protocol.slot_key("*"), count=500))
+            beats = [json.loads(v) for v in (self.conn.mget(keys) if keys else []) if v]
+        found: dict[str, dict] = {}
+        for beat in beats:
+            env = found.setdefault(beat["env_id"], {"id": beat["env_id"],
+                                                     **protocol.environment_identity(beat),
+                                                     "workers": 0})
+            env["workers"] += 1
+        return sorted(found.values(), key=lambda e: (-e["workers"], e["id"]))
+
+    def queued(self, env_id: str) -> int:
+        from rq import Queue
+        with self._reachable():
+            return Queue(protocol.queue_name(env_id), connection=self.conn).count
+
+    # -- runs
+    def active_run(self, key: str) -> str | None:
+        """The run queued or running for `key` on any web server (not one being cancelled)."""
+        with self._reachable():
+            run_id = self.conn.get(protocol.active_key(key))
+            if run_id is None:
+                return None
+            run_id = run_id.decode()
+            live = self.conn.exists(protocol.run_key(run_id)) and not self.conn.exists(
+                protocol.cancel_key(run_id))
+            return run_id if live else None
+
+    def start_run(self, key: str, source: str, options: dict, env_id: str) -> str:
+        """Queue a new run of `key` on `env_id`'s queue; returns its run id."""
+        run_id = uuid.uuid4().hex
+        with self._reachable():
+            self.conn.xadd(protocol.run_key(run_id), protocol.entry("queued", {
+                "key": key, "source": source, "options": options, "env_id": env_id}))
+            self.conn.expire(protocol.run_key(run_id), protocol.RUN_TTL_S)
+            enqueue(self.conn, env_id, run_id, key, source, options, 1)
+            self.conn.set(protocol.active_key(key), run_id, ex=protocol.RUN_TTL_S)
+        return run_id
+
+    def run_origin(self, run_id: str) -> dict | None:
+        """What a run was queued with: {key, source, options, env_id}."""
+        with self._reachable():
+            first = self.conn.xrange(protocol.run_key(run_id), count=1)
+        return protocol.read_entry(first[0][1])[1] if first else None
+
+    def read(self, cursors: dict[str, str], block_ms: int) -> list[tuple]:
+        """New entries of these runs' streams after each cursor (entry id; "0" for all):
+        `[(run_id, entry_id, kind, data)]`, waiting up to `block_ms` for one."""
+        streams = {protocol.run_key(run_id): cursor for run_id, cursor in cursors.items()}
+        with self._reachable():
+            answer = self.conn.xread(streams, block=block_ms, count=500) or []
+        return [(stream.decode().rsplit(":", 1)[1], entry_id.decode(), *protocol.read_entry(f))
+                for stream, entries in answer for entry_id, f in entries]
+
+    def lost_runs(self, run_ids) -> list[str]:
+        """Runs whose stream is gone (a Redis restarted without persistence)."""
+        with self._reachable():
+            return [r for r in run_ids if not self.conn.exists(protocol.run_key(r))]
+
+    def cancel(self, run_id: str) -> None:
+        with self._reachable():
+            self.conn.set(protocol.cancel_key(run_id), 1, ex=protocol.RUN_TTL_S)
+
+    def reap(self, env_ids) -> int:
+        with self._reachable():
+            return reap(self.conn, env_ids)
+
+    # -- handles, so that any web server answers for any job id
+    def save_handle(self, handle_id: str, meta: dict) -> None:
+        with self._reachable():
+            self.conn.set(protocol.handle_key(handle_id), json.dumps(meta),
+                          ex=protocol.HANDLE_TTL_S)
+
+    def load_handle(self, handle_id: str) -> dict | None:
+        with self._reachable():
+            meta = self.conn.get(protocol.handle_key(handle_id))
+        return json.loads(meta) if meta else None
+
+    # -- the shared store (as app/store.py's SQLite rows: zlib-compressed JSON results)
+    def save_result(self, key: str, source: str, options: dict, blob: bytes) -> None:
+        with self._reachable():
+            self.conn.hset(protocol.result_key(key), mapping={
+                "source": source, "options": json.dumps(options), "result": blob,
+                "created": time.time()})
+
+    def load_result(self, key: str) -> tuple[str, dict, bytes] | None:
+        """(source, options, compressed result) or None."""
+        with self._reachable():
+            row = self.conn.hmget(protocol.result_key(key), "source", "options", "result")
+        if row[2] is None:
+            return None
+        return row[0].decode(), json.loads(row[1]), row[2]
+
+
+def compress_result(result: dict) -> bytes:
+    return zlib.compress(json.dumps(result).encode("utf-8"), 6)
+
+
+def expand_result(blob: bytes) -> dict:
+    return json.loads(zlib.decompress(blob))

@@ -1,0 +1,163 @@
+"""One worker slot: an RQ `SimpleWorker` process that runs each job on its own warm engine Worker.
+
+Started by `host.py` as `python -m compiler_core.cluster.slot` with its settings in the
+environment (the broker URL travels there, never in argv, since argv is world-readable):
+TORCHBOLT_BROKER, TORCHBOLT_SLOT (its name), TORCHBOLT_DEVICE (cpu or cuda) and, on a GPU,
+TORCHBOLT_GPU_LOCK (a file locked around each measured job; see host.py).
+
+At start the slot warms its engine Worker (the sandboxed zygote) and runs a probe job to learn
+its environment (torch, triton, device, device name), then heartbeats it every second and takes
+jobs from its environment's queue. RQ calls `run_remote` per job, in this process: the job runs
+in the sandbox like any other, its records are published to the run's stream as they arrive,
+and a cancel flag set by a web server cancels it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+from ..errors import ErrorKind
+from ..options import Options
+from ..report.result import build_result
+from ..supervisor.job import Job
+from ..supervisor.worker import Worker, WorkerError
+from . import protocol
+from .reaper import reap
+
+PROBE_SOURCE = "# torchbolt worker's start-up probe: reports its environment\n"
+REAP_EVERY_S = 3.0
+DRAIN_S = 120  # how long a finished job waits for Redis to take its last entries
+_state: "SlotState | None" = None  # this process's slot, for `run_remote` (RQ calls it by name)
+
+
+class StreamedJob(Job):
+    """A job whose start and records are also published to its run's stream."""
+
+    def __init__(self, run_id: str, publisher: protocol.Publisher, source: str,
+                 options: Options) -> None:
+        super().__init__(source, options)
+        self.run_id, self._publisher = run_id, publisher
+
+    def started(self, user_file: str) -> None:
+        super().started(user_file)
+        self._publisher.put(self.run_id, "started", {"user_file": user_file,
+                                                      "slot": _state.name if _state else None})
+
+    def add_record(self, record: dict) -> None:
+        super().add_record(record)
+        self._publisher.put(self.run_id, "record", record)
+
+
+class SlotState:
+    def __init__(self, name: str, url: str, device: str, gpu_lock: str | None) -> None:
+        self.name, self.gpu_lock = name, gpu_lock
+        self.conn = protocol.connect(url)
+        self.worker = Worker().start()
+        self.worker.wait_ready()
+        self.environment = protocol.environment_identity(
+            self.worker.run(PROBE_SOURCE, Options(device=device))["environment"])
+        self.env_id = protocol.environment_id(self.environment)
+        self.publisher = protocol.Publisher(self.conn)
+        self.current: StreamedJob | None = None
+
+    def heartbeat(self) -> None:
+        """Say this slot is alive (and what it runs); cancel its job when asked to."""
+        job = self.current
+        self.conn.set(protocol.slot_key(self.name), json.dumps({
+            **self.environment, "env_id": self.env_id, "host": socket.gethostname(),
+            "busy": job.run_id if job else None}), ex=protocol.HEARTBEAT_TTL_S)
+        if job and not job.cancelled and self.conn.exists(protocol.cancel_key(job.run_id)):
+            job.cancel()
+
+    def measuring(self, options: Options):
+        """At most one measured job per GPU: the host's per-GPU lock file, held for the job."""
+        if not (self.gpu_lock and options.measure and options.device != "cpu"):
+            return contextlib.nullcontext()
+        return _locked(self.gpu_lock)
+
+
+@contextlib.contextmanager
+def _locked(path: str):
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def run_remote(run_id: str, key: str, source: str, options: dict, attempt: int) -> None:
+    """RQ's job function: run one attempt of a run here and publish its result."""
+    state = _state
+    job = StreamedJob(run_id, state.publisher, source, Options.from_dict(options))
+    if state.conn.exists(protocol.cancel_key(run_id)):
+        job.cancel()  # cancelled while queued: the engine ends it before it starts
+    state.current = job
+    try:
+        with state.measuring(job.options):
+            result = state.worker.execute(job).result
+    except WorkerError as exc:
+        result = build_result([], "", {"options": options,
+                                       "error": ErrorKind.WORKER_ERROR.error(str(exc))})
+    finally:
+        state.current = None
+    state.publisher.put(run_id, "result", result)
+    state.publisher.drain(DRAIN_S)
+    protocol.release_active(state.conn, key, run_id)
+
+
+def _keep_alive(state: SlotState) -> None:
+    last_reap = 0.0
+    while True:
+        try:
+            state.heartbeat()
+            if time.monotonic() - last_reap > REAP_EVERY_S:
+                last_reap = time.monotonic()
+                reap(state.conn, [state.env_id])
+        except protocol.broker_errors():
+            pass  # Redis is restarting: the next beat tries again
+        except Exception as exc:  # never let the heartbeat thread die
+            print(f"torchbolt slot {state.name}: heartbeat: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
+        time.sleep(protocol.HEARTBEAT_EVERY_S)
+
+
+def main() -> None:
+    global _state
+    from rq import Queue, SimpleWorker
+    from rq.serializers import JSONSerializer
+    name, url = os.environ["TORCHBOLT_SLOT"], os.environ.pop("TORCHBOLT_BROKER")
+    _state = state = SlotState(name, url, os.environ.get("TORCHBOLT_DEVICE", "cpu"),
+                               os.environ.get("TORCHBOLT_GPU_LOCK") or None)
+    threading.Thread(target=_keep_alive, args=(state,), daemon=True).start()
+    env = state.environment
+    print(f"torchbolt slot {name}: ready: torch {env['torch']}, {env['device']} "
+          f"({env['device_name']}), queue {protocol.queue_name(state.env_id)}", flush=True)
+    connection = protocol.connect(url, blocking=True)
+    queue = Queue(protocol.queue_name(state.env_id), connection=connection,
+                  serializer=JSONSerializer)
+    try:
+        for number in itertools.count():  # a new RQ worker after each loss of Redis
+            worker = SimpleWorker([queue], connection=connection, name=f"{name}.{number}",
+                                  serializer=JSONSerializer)
+            worker.max_connection_wait_time = 2  # back within 2 s of a Redis restart
+            with contextlib.suppress(*protocol.broker_errors()):
+                worker.work(logging_level="WARNING")
+            if worker._shutdown_requested_date:  # SIGTERM or SIGINT (RQ's warm shutdown)
+                break
+            time.sleep(1)
+    finally:
+        state.worker.close()
+
+
+if __name__ == "__main__":  # run the importable module's main, whose `_state` RQ's calls see
+    from compiler_core.cluster.slot import main as slot_main
+    slot_main()
