@@ -11,6 +11,7 @@ from compiler_core.report.plots import kernel_figure
 from compiler_core.runtime.measure.clocks import summary
 from compiler_core.runtime.measure.accuracy import compare, verdict
 from compiler_core.runtime.measure.inputs import fresh_like
+from compiler_core.runtime.measure.timing import launch_bound_notes
 
 SCRIPT = '''
 import torch
@@ -263,3 +264,13 @@ def test_correctness_is_judged_against_float64_as_the_benchmark_runner_does():
     wrong = verdict(eager, eager + 0.05, exact)
     assert wrong["ok"] is False and wrong["max_abs"] == pytest.approx(0.05, rel=1e-3)
     assert verdict(eager, reordered, None)["reference"] == "eager"
+
+
+def test_a_launch_bound_call_is_labelled_as_such():
+    """Busy shares as the H200 measured them: ResNet-18 (GPU busy 46 % of the eager call) is
+    launch-bound, a fused softmax (100 %) is not."""
+    resnet = {"totals": {"eager": {"busy_share": 0.458}, "compiled": {"busy_share": 0.395}}}
+    softmax = {"totals": {"eager": {"busy_share": 1.0}, "compiled": {"busy_share": 0.99}}}
+    [note] = launch_bound_notes(resnet)
+    assert "Launch-bound" in note and "eager 46 %" in note and "compiled 40 %" in note
+    assert launch_bound_notes(softmax) == []

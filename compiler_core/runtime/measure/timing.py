@@ -171,7 +171,7 @@ def measure_call(entry, call, device: Device, real_compile) -> dict:
             e2e["cudagraphs"] = cuda_graph_series(entry, real_compile, calls, device, replay,
                                                   grads)
             phases.end("cudagraphs")
-    notes = []
+    notes = launch_bound_notes(kernels) if device.kind == "cuda" else []
     if correctness["ok"] is False:
         notes.append("The compiled output does not match eager: no speed-up is reported.")
         for series in e2e.values():
@@ -186,6 +186,24 @@ def measure_call(entry, call, device: Device, real_compile) -> dict:
             "plots": {"kernels": kernel_figure(kernels, device.kind),
                       "roofline": roofline_figure(kernels["compiled"], device.peaks)},
             "notes": notes, "phases_s": phases.seconds}
+
+
+LAUNCH_BOUND_SHARE = 0.5
+
+
+def launch_bound_notes(kernels: dict) -> list[str]:
+    """A call whose kernels kept the GPU busy less than half of its time is launch-bound: its
+    time is the host CPU's (Python, dispatch, launches), which on a shared host drifts (a
+    ResNet-18's eager call read 1.5 and 2.3 ms a minute apart on the H200 machine)."""
+    shares = {side: row.get("busy_share") for side, row in kernels["totals"].items()}
+    bound = [side for side, share in shares.items()
+             if share is not None and share < LAUNCH_BOUND_SHARE]
+    if not bound:
+        return []
+    busy = ", ".join(f"{side} {100 * shares[side]:.0f} %" for side in bound)
+    return [f"Launch-bound: the GPU was busy for only part of each call ({busy}), so these "
+            "times measure the host CPU launching work more than the GPU; they vary with the "
+            "host's speed. The CUDA-graph series shows the same kernels without launch costs."]
 
 
 class Phases:
