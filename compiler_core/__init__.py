@@ -13,6 +13,7 @@ records into the result. It never imports Flask. The CLI is `torchbolt run SCRIP
 from .catalogue import catalogue
 from .errors import ErrorKind
 from .gallery import Example, get_example, list_examples
+from .gallery.lessons import Lesson, list_lessons
 from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
 from .report.fxgraph import stage_nodes as graph_nodes
@@ -41,7 +42,7 @@ def capture_this_process(stream, user_file: str):
     return attach(stream, user_file)
 
 
-__all__ = ["ErrorKind", "Example", "GRAPH_STAGES", "Job", "Options", "OptionsError",
+__all__ = ["ErrorKind", "Example", "GRAPH_STAGES", "Job", "Lesson", "Options", "OptionsError",
            "SandboxCheck", "Worker", "WorkerError", "build_result", "capture_this_process",
            "catalogue", "empty_result", "engine_version", "get_example", "graph_nodes",
-           "list_examples", "list_gpu_examples", "sandbox_check"]
+           "list_examples", "list_gpu_examples", "list_lessons", "sandbox_check"]

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from .census import census
 from .stages import EXTRACTORS, triton_ir
 from .stages.breaks import graph_breaks, recompiles
+from .stages.guards import with_failed_guards
 from .stages.kernels import extract_kernels
 
-RESULT_VERSION = 1
+RESULT_VERSION = 2  # 2: guards carry row and symbolic, recompiles failed_guards
 
 
 @dataclass
@@ -139,7 +140,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
         "duration_s": run.get("duration_s"),
         "compiles": compiles,
         "graph_breaks": graph_breaks(records, compiles, user_file),
-        "recompiles": recompiles(records),
+        "recompiles": with_failed_guards(recompiles(records), compiles),
         "timings": [r["meta"] for r in records if r["name"] == "timing"],
         "compiled_callables": compiled_callables(records),
         "stage_errors": stage_errors,
