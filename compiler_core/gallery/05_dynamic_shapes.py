@@ -16,9 +16,7 @@ def f(x):
 
 
 compiled = torch.compile(f, dynamic=True)
-# The first call compiles (0/0). Its guards (Guards view) only bound the symbols
-# (e.g. 2 <= size), so the later calls with other shapes pass them and reuse this
-# graph from the cache: three calls, one compile.
-for shape in [(8, 16), (4, 16), (100, 32)]:
-    out = compiled(torch.randn(shape))
-    print("output shape:", tuple(out.shape))
+# One call, one compile (0/0). The guards (Guards view) only bound the symbols
+# (e.g. 2 <= size), so a later call with (4, 16) or (100, 32) would reuse this graph.
+out = compiled(torch.randn(8, 16))
+print("output shape:", tuple(out.shape))

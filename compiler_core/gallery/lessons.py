@@ -40,9 +40,9 @@ LESSONS = (
     Lesson("The guard cache serves later calls", "dynamic_shapes",
            "A compile is paid once; later calls only run the guards of the cache entries and "
            "jump to the compiled code of the first entry whose guards hold. With dynamic=True "
-           "the sizes are symbols, so all three calls with different shapes are served by the "
-           "one compile 0/0: there is no second compile. Its symbolic guards say which "
-           "shapes it accepts."),
+           "the sizes are symbols, and the symbolic guards (Guards stage) say which shapes "
+           "this graph accepts. Add `compiled(torch.randn(4, 16))` and "
+           "`compiled(torch.randn(100, 32))` at the end and compile: still one compile, 0/0."),
     Lesson("IR narrowing: Torch IR \u2192 ATen \u2192 Core ATen \u2192 prims", "softmax_layernorm",
            "Dynamo's graph holds torch-level calls (softmax, layer_norm). AOTAutograd lowers "
            "them to ATen operators, decompositions bring those down to Core ATen (a small, fixed set of "
