@@ -16,6 +16,7 @@ const settings = loadSettings(boot.catalogue);
 const persist = () => saveSettings(settings);
 const timing = (window.__tbTiming = {});
 let current = null; // {id, key, finished}
+let submits = 0; // compile() calls: one that a newer call overtook while it waited drops its job
 let cursorLine = null;
 configureStages(boot.catalogue);
 
@@ -125,6 +126,7 @@ function finishJob(key) {
 }
 
 async function compile() {
+  const submit = ++submits;
   const source = editor.state.doc.toString();
   current?.stop?.();
   if (current?.id && !current.finished) await api.cancel(current.id).catch(() => {}); // frees our slot
@@ -139,10 +141,15 @@ async function compile() {
   try {
     job = await api.compile(source, settings.options);
   } catch (error) {
+    if (submit !== submits) return;
     current = null;
     run.finish({ status: "failed", error: { type: "Request", message: error.message } });
     document.body.dataset.job = "finished";
     toast(error.message, 5000);
+    return;
+  }
+  if (submit !== submits) { // e.g. Ctrl+Enter while the first visit's lesson was being submitted
+    api.cancel(job.job).catch(() => {});
     return;
   }
   current = { id: job.job, key: job.key, finished: false, source };
