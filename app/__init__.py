@@ -12,7 +12,9 @@
 - JOBS_PER_CLIENT (2): a client's jobs queued or running at once; MAX_TIMEOUT (120 s): the
   largest `timeout` option a job may ask for;
 - THREADS (48, the server's): with STREAM_RESERVE (8) and STREAMS_PER_CLIENT (4), the caps on
-  open event streams (app/streams.py): THREADS - STREAM_RESERVE in all.
+  open event streams (app/streams.py): THREADS - STREAM_RESERVE in all;
+- WARM_FIRST_LESSON (True): once ready, run the first lesson unless its result is stored, so
+  a first visit (which opens on it) is answered from the store.
 
 `workers` hands in `compiler_core.Worker`s to use instead (tests share one warm worker with the
 engine's tests).
@@ -25,7 +27,7 @@ import sys
 
 from flask import Flask
 
-from compiler_core import Broker, Worker
+from compiler_core import Broker, Worker, list_lessons
 
 from . import api, auth, errors, http, pages
 from .manager import JobManager
@@ -45,7 +47,7 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
     app.config.from_mapping(
         DATA_DIR=os.environ.get("TORCHBOLT_DATA", os.path.join(ROOT, "var")),
         WORKERS=1, SANDBOX=None, BROKER=None, TOKEN=None, JOBS_PER_CLIENT=2, MAX_TIMEOUT=120.0,
-        THREADS=48, STREAM_RESERVE=8, STREAMS_PER_CLIENT=4,
+        THREADS=48, STREAM_RESERVE=8, STREAMS_PER_CLIENT=4, WARM_FIRST_LESSON=True,
         MAX_CONTENT_LENGTH=1024 * 1024,
     )
     app.config.update(test_config or {})
@@ -70,4 +72,6 @@ def _manager(config, workers: list[Worker] | None) -> JobManager:
         sandbox = config["SANDBOX"]
         workers = [Worker() if sandbox is None else Worker(sandbox=sandbox)
                    for _ in range(config["WORKERS"])]
-    return JobManager(Store(config["DATA_DIR"]), workers, config["JOBS_PER_CLIENT"])
+    warm = tuple(example.source for _, example in list_lessons()[:1]
+                 if config["WARM_FIRST_LESSON"])
+    return JobManager(Store(config["DATA_DIR"]), workers, config["JOBS_PER_CLIENT"], warm=warm)

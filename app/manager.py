@@ -28,6 +28,7 @@ MAX_QUEUED = 64
 PER_CLIENT = 2
 KEEP_JOBS_S = 3600
 PROBE_SOURCE = "# torchbolt's start-up probe: reports the environment\n"
+WARM_CLIENT = "torchbolt warm-up"
 
 
 def cancelled(message: str) -> dict:
@@ -36,13 +37,14 @@ def cancelled(message: str) -> dict:
 
 class JobManager:
     def __init__(self, store: Store, workers: list[Worker], per_client: int = PER_CLIENT,
-                 max_queued: int = MAX_QUEUED):
+                 max_queued: int = MAX_QUEUED, warm: tuple[str, ...] = ()):
         self.store = store
         version = engine_version()  # part of every content key: an upgrade never serves stale
         self.engine = json.dumps(version, sort_keys=True)
         self.environment: dict = {"torch": version["torch"]}
         self.per_client, self.max_queued = per_client, max_queued
         self._workers = workers
+        self._warm = warm  # sources run once the workers are ready, unless already stored
         self._queue = FairQueue()
         self._handles: dict[str, Handle] = {}
         self._active: dict[str, Run] = {}  # content key -> queued or running run
@@ -121,6 +123,11 @@ class JobManager:
     def status(self) -> dict:
         return {"environment": self.environment, "environments": self.environments()}
 
+    def warm(self, sources) -> list[Handle]:
+        """Run these sources with the default options (a page's first submit) unless their
+        results are stored, so the page's first visit is answered from the store."""
+        return [self.submit(source, Options(), WARM_CLIENT) for source in sources]
+
     def cancel(self, handle: Handle) -> None:
         """Detach this handle; cancel its run when no one else is waiting for it."""
         with self._lock:
@@ -174,6 +181,7 @@ class JobManager:
                 self.environment = worker.run(PROBE_SOURCE, Options())["environment"]
             except Exception:  # the environment badge stays partial; jobs still run
                 pass
+            self.warm(self._warm)
         while True:
             run = self._queue.get()
             try:

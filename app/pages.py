@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from compiler_core import catalogue, list_examples
+from compiler_core import catalogue, list_examples, list_lessons
 
 from .api import manager, stored
 
@@ -21,6 +21,8 @@ def boot_data(share: dict | None = None) -> dict:
         "environment": manager().environment,
         "gallery": [{"slug": e.slug, "title": e.title, "teaches": e.teaches, "source": e.source}
                     for e in list_examples()],
+        "lessons": [{"slug": example.slug, "concept": lesson.concept,
+                     "explanation": lesson.explanation} for lesson, example in list_lessons()],
         "catalogue": catalogue(),
         "share": share,
     }

@@ -16,6 +16,7 @@ from .cluster.protocol import environment_id, environment_identity
 from .cluster.protocol import redact as redact_url
 from .errors import ErrorKind
 from .gallery import Example, get_example, list_examples
+from .gallery.lessons import Lesson, list_lessons
 from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
 from .report.fxgraph import stage_nodes as graph_nodes
@@ -44,8 +45,8 @@ def capture_this_process(stream, user_file: str):
     return attach(stream, user_file)
 
 
-__all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "Job", "Options",
+__all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "Job", "Lesson", "Options",
            "OptionsError", "SandboxCheck", "Worker", "WorkerError", "build_result",
            "capture_this_process", "catalogue", "compress_result", "empty_result",
            "engine_version", "environment_id", "environment_identity", "expand_result",
-           "get_example", "graph_nodes", "list_examples", "list_gpu_examples", "redact_url", "sandbox_check"]
+           "get_example", "graph_nodes", "list_examples", "list_gpu_examples", "list_lessons", "redact_url", "sandbox_check"]

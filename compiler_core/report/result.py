@@ -12,9 +12,10 @@ from .calls import calls
 from .census import census
 from .stages import EXTRACTORS, export, torchscript, triton_ir
 from .stages.breaks import graph_breaks, recompiles
+from .stages.guards import with_failed_guards
 from .stages.kernels import extract_kernels
 
-RESULT_VERSION = 1
+RESULT_VERSION = 2  # 2: guards carry row and symbolic, recompiles failed_guards
 
 
 @dataclass

@@ -41,6 +41,21 @@ export function safeUrl(url) {
   return typeof url === "string" && /^https:\/\//.test(url) ? url : null;
 }
 
+// Text with its https links as links (new tab); the rest stays text. Shown in an element that
+// keeps line breaks (class "message"), as PyTorch's multi-line errors need.
+const LINK = /https:\/\/[^\s<>"')\]]+[^\s<>"')\].,;:]/g;
+export function linkify(text) {
+  const parts = [];
+  let at = 0;
+  for (const match of String(text ?? "").matchAll(LINK)) {
+    parts.push(text.slice(at, match.index),
+      h("a", { href: safeUrl(match[0]), target: "_blank", rel: "noopener noreferrer" }, match[0]));
+    at = match.index + match[0].length;
+  }
+  parts.push(String(text ?? "").slice(at));
+  return parts;
+}
+
 let toastTimer = null;
 export function toast(message, ms = 2500) {
   const el = document.getElementById("toast");

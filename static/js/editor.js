@@ -6,6 +6,7 @@ import {
   EditorView, EditorState, Compartment, StateField, StateEffect, Decoration, keymap,
   basicSetup, python, cpp, json, oneDark, lintGutter, setDiagnostics, Prec,
 } from "../vendor/codemirror.js";
+import { shortPaths } from "./paths.js";
 
 const PALETTE_SIZE = 8;
 const setLineMarks = StateEffect.define(); // {colors: Map(line -> user line), focus: Set(line)}
@@ -31,6 +32,41 @@ function buildMarks(doc, { colors, focus }) {
     ranges.push(Decoration.line({ class: cls }).range(doc.line(n).from));
   }
   return Decoration.set(ranges);
+}
+
+// Rows marked by kind (a diff's changed lines, a recompile's failed guard): kind -> {lines, cls}.
+const setRowMarks = StateEffect.define(); // {kind, lines: Set(line), cls}
+const rowMarks = StateField.define({
+  create: () => ({ kinds: new Map(), decorations: Decoration.none }),
+  update(value, tr) {
+    let kinds = value.kinds;
+    for (const effect of tr.effects) {
+      if (effect.is(setRowMarks)) kinds = new Map(kinds).set(effect.value.kind, effect.value);
+    }
+    if (kinds === value.kinds) return value;
+    const ranges = [];
+    for (const { lines, cls } of kinds.values()) {
+      for (const n of lines) {
+        if (n >= 1 && n <= tr.state.doc.lines) ranges.push(Decoration.line({ class: cls }).range(tr.state.doc.line(n).from));
+      }
+    }
+    return { kinds, decorations: Decoration.set(ranges, true) };
+  },
+  provide: (field) => EditorView.decorations.from(field, (value) => value.decorations),
+});
+
+export function markRows(view, kind, lines, cls) {
+  view.dispatch({ effects: setRowMarks.of({ kind, lines, cls }) });
+}
+
+// Long paths shown short (paths.js): the folders hidden, the full path on hover.
+function pathDecorations(text) {
+  const ranges = [];
+  for (const { from, to, hide, path } of shortPaths(text)) {
+    ranges.push(Decoration.replace({}).range(from, from + hide));
+    ranges.push(Decoration.mark({ class: "tb-path", attributes: { title: path } }).range(from + hide, to));
+  }
+  return Decoration.set(ranges, true);
 }
 
 function language(name) {
@@ -120,7 +156,8 @@ export function createViewer(parent, { text, lang, onLineClick }) {
     state: EditorState.create({
       doc: text,
       extensions: [
-        baseExtensions(theme), language(lang), EditorState.readOnly.of(true),
+        baseExtensions(theme), language(lang), EditorState.readOnly.of(true), rowMarks,
+        EditorView.decorations.of(pathDecorations(text)),
         EditorView.domEventHandlers({
           mouseup: (event, v) => {
             const pos = v.posAtCoords({ x: event.clientX, y: event.clientY });

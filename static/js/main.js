@@ -1,7 +1,7 @@
 // torchbolt's page: wires the editor, the run panel and the panes to the API.
 
 import { api, followJob } from "./api.js";
-import { h, clear, copyText, toast } from "./dom.js";
+import { h, clear, copyText, linkify, toast } from "./dom.js";
 import { createEditor, markLines, selectLine, setDoc, setMarks, setTheme } from "./editor.js";
 import { Panes } from "./panes.js";
 import { RunPanel, breakLink } from "./runpanel.js";
@@ -9,6 +9,7 @@ import { loadDraft, loadSettings, pageOptions, saveDraft, saveSettings } from ".
 import { configureStages } from "./stages.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
 import { chosenEnvironment, mountEnvironmentPicker } from "./environments.js";
+import { Lessons } from "./lessons.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const $ = (selector) => document.querySelector(selector);
@@ -16,13 +17,14 @@ const settings = loadSettings(boot.catalogue);
 const persist = () => saveSettings(settings);
 const timing = (window.__tbTiming = {});
 let current = null; // {id, key, finished}
+let submits = 0; // compile() calls: one that a newer call overtook while it waited drops its job
 let cursorLine = null;
 configureStages(boot.catalogue);
 
 // ---------------------------------------------------------------- editor, panes, run panel
+const example = boot.gallery.find((e) => e.slug === new URLSearchParams(location.search).get("example"));
+const firstVisit = !boot.share && !example && loadDraft() === null; // opens on the first lesson
 function initialSource() {
-  const slug = new URLSearchParams(location.search).get("example");
-  const example = boot.gallery.find((e) => e.slug === slug);
   return boot.share?.source ?? example?.source ?? loadDraft() ?? boot.gallery[0]?.source ?? "";
 }
 
@@ -43,6 +45,12 @@ const run = new RunPanel($("#run"), settings, {
   errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
   onCompile: (id) => panes.showCompile(id),
   onStage: (id, stage) => { panes.panes[0].choose(id ? { compile: id, stage } : { stage }); },
+  onCompare: (id, stage, previous) => panes.compare(id, stage, previous),
+});
+
+const lessons = new Lessons($("#lesson"), $("#gallery-menu"), boot, {
+  onOpen: (source) => { setDoc(editor, source); compile(); },
+  onClose: () => {},
 });
 
 function recolorEditor() {
@@ -65,7 +73,7 @@ function marksFor(result) {
   const e = result.error;
   if (e?.line) {
     marks.push({ line: e.line, severity: "error", title: e.type, text: `${e.type}: ${e.message}`,
-                 render: () => h("div", { class: "mark-message" }, h("strong", {}, `${e.type}: `), e.message) });
+                 render: () => h("div", { class: "mark-message message" }, h("strong", {}, `${e.type}: `), linkify(e.message)) });
   }
   return marks;
 }
@@ -119,6 +127,7 @@ function finishJob(key) {
 }
 
 async function compile() {
+  const submit = ++submits;
   const source = editor.state.doc.toString();
   current?.stop?.();
   if (current?.id && !current.finished) await api.cancel(current.id).catch(() => {}); // frees our slot
@@ -133,10 +142,15 @@ async function compile() {
   try {
     job = await api.compile(source, settings.options, chosenEnvironment());
   } catch (error) {
+    if (submit !== submits) return;
     current = null;
     run.finish({ status: "failed", error: { type: "Request", message: error.message } });
     document.body.dataset.job = "finished";
     toast(error.message, 5000);
+    return;
+  }
+  if (submit !== submits) { // e.g. Ctrl+Enter while the first visit's lesson was being submitted
+    api.cancel(job.job).catch(() => {});
     return;
   }
   current = { id: job.job, key: job.key, finished: false, source };
@@ -227,11 +241,13 @@ function buildGallery() {
   for (const example of boot.gallery) {
     menu.append(h("button", { role: "menuitem", dataset: { slug: example.slug }, onclick: () => {
       setDoc(editor, example.source);
+      lessons.show(lessons.slugFor(example.source));
       menu.hidden = true;
       toast(`Loaded “${example.title}”. Press Ctrl+Enter to compile.`);
       editor.focus();
     } }, h("strong", {}, example.title), h("span", {}, example.teaches)));
   }
+  lessons.buildMenu(() => { menu.hidden = true; });
   $("#gallery-button").onclick = () => { menu.hidden = !menu.hidden; };
   // Esc closes the menu (and still cancels a running compile: chrome.js's shortcut).
   document.addEventListener("keydown", (e) => {
@@ -313,4 +329,6 @@ if (boot.share) {
                error: boot.share.result.error }, null);
   $("#share").disabled = false;
 }
+if (firstVisit && boot.lessons.length) lessons.open(boot.lessons[0].slug); // its result at once when stored
+else if (!boot.share) lessons.show(lessons.slugFor(editor.state.doc.toString()));
 document.body.dataset.ready = "1";

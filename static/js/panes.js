@@ -2,9 +2,10 @@
 // coloured by source line), as a graph, or as grouped guards. Choices persist in settings.
 
 import { h, clear, copyText, download } from "./dom.js";
-import { createViewer, markLines, scrollToLine, setTheme } from "./editor.js";
+import { createViewer, markLines, markRows, scrollToLine, setTheme } from "./editor.js";
 import { renderGraph } from "./graph.js";
-import { renderGuards } from "./guards.js";
+import { failedGuards, renderGuards } from "./guards.js";
+import { applyDiffs, compareWithPrevious, diffSelect, previousOf, renderDiffSelect } from "./compare.js";
 import { renderTimings } from "./timings.js";
 import { entryLabel, pickable, programStage } from "./programs.js";
 import { artifactFor, filename, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
@@ -70,6 +71,12 @@ export class Panes {
 
   render() {
     for (const pane of this.panes) pane.render();
+    applyDiffs(this);
+  }
+
+  // This compile beside the one it replaced (or `previous`), diffed in the first two panes.
+  compare(id, stage, previous) {
+    compareWithPrevious(this, id, stage, previous);
   }
 
   // User lines shown in any text pane, so the editor can colour the same lines.
@@ -85,18 +92,24 @@ export class Panes {
 class Pane {
   constructor(owner, index) {
     this.owner = owner;
+    this.index = index;
     this.state = owner.settings.panes[index];
     this.compileSelect = h("select", { class: "pane-compile", "aria-label": "Compile",
                                        onchange: () => this.choose({ compile: this.compileSelect.value }) });
     this.stageSelect = h("select", { class: "pane-stage", "aria-label": "Stage",
                                      onchange: () => this.choose({ stage: this.stageSelect.value }) });
     this.viewButtons = h("div", { class: "segmented", role: "group", "aria-label": "View" });
+    this.diffSelect = diffSelect(owner, this);
+    this.diffInfo = h("span", { class: "pane-diff-info" });
+    this.compareButton = h("button", { class: "compare", hidden: true,
+                                       onclick: () => owner.compare(this.compile().id, this.el.dataset.stage) });
     this.note = h("div", { class: "pane-note" });
     this.body = h("div", { class: "pane-body" });
     this.el = h("section", { class: "pane", dataset: { index } },
       h("header", { class: "pane-head" },
         h("div", { class: "pane-pick" }, this.compileSelect, this.stageSelect),
-        h("div", { class: "pane-tools" }, this.viewButtons, h("span", { class: "spacer" }),
+        h("div", { class: "pane-tools" }, this.viewButtons, this.compareButton, this.diffSelect,
+        this.diffInfo, h("span", { class: "spacer" }),
         h("button", { class: "icon copy", title: "Copy this stage's text", onclick: () => this.copy() }, "Copy"),
         h("button", { class: "icon download", title: "Download this stage's text",
                       onclick: () => this.download() }, "Save"))),
@@ -108,7 +121,7 @@ class Pane {
     Object.assign(this.state, change);
     if (change.stage) this.state.view = null;
     this.owner.onChange();
-    this.render();
+    this.owner.render();
   }
 
   compile() {
@@ -153,7 +166,8 @@ class Pane {
                                onUserLine: this.owner.onUserLine,
                                onCollapse: (collapse) => this.choose({ collapse }) });
     } else if (view === "grouped") {
-      this.body.append(renderGuards(this.artifact, this.owner.onUserLine));
+      this.body.append(renderGuards(this.artifact, this.owner.onUserLine,
+                                    failedGuards(this.owner.result, compile.id)));
     } else {
       const python = view === "python";
       this.viewer = createViewer(this.body, {
@@ -167,6 +181,7 @@ class Pane {
       this.python = python;
       this.applyTheme();
       this.applyMarks(false);
+      if (stage === "guards" && !python) this.markFailedGuards(compile.id);
     }
   }
 
@@ -175,6 +190,11 @@ class Pane {
     clear(this.compileSelect, compiles.length ? compiles.map((c) =>
       h("option", { value: c.id, selected: c.id === compile?.id }, entryLabel(c))) : h("option", {}, "—"));
     const result = this.owner.result;
+    renderDiffSelect(this.owner, this);
+    const previous = previousOf(result, compile?.id);
+    this.compareButton.hidden = !previous;
+    this.compareButton.textContent = `⇆ vs ${previous}`;
+    this.compareButton.title = `Diff this stage with compile ${previous}, the cache entry this compile was added beside after its guards failed`;
     clear(this.stageSelect, stageMenu(compile, result, stage).map(([name, label]) => {
       const present = !result || artifactFor(compile, name, result);
       return h("option", { value: name, selected: name === stage, class: present ? "" : "absent" },
@@ -196,6 +216,13 @@ class Pane {
     if (a?.source_note) parts.push(a.source_note);
     if (a?.sections?.length) parts.push(`sections: ${a.sections.map((s) => s.label).join(", ")}`);
     clear(this.note, parts.join(" · ") || stageLabel(stage));
+  }
+
+  // The guards whose failure made Dynamo recompile (the recompile's reason names them).
+  markFailedGuards(id) {
+    const rows = [...failedGuards(this.owner.result, id).keys()]
+      .map((index) => this.artifact.guards?.[index]?.row).filter(Boolean);
+    markRows(this.viewer, "failed", new Set(rows), "tb-failed");
   }
 
   applyTheme() {

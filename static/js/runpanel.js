@@ -4,15 +4,15 @@
 // from the catalogue's error kinds, on hover).
 
 import { renderCalls } from "./calls.js";
-import { h, clear, lineLink, safeUrl } from "./dom.js";
+import { h, clear, lineLink, linkify, safeUrl } from "./dom.js";
 import { stageList } from "./stages.js";
 
 const TABS = [["compiles", "Compiles"], ["calls", "Calls"], ["breaks", "Graph breaks"], ["output", "Output"]];
 const RUN = "—"; // the row of the whole run's stages (timings): events without a compile id
 
 export class RunPanel {
-  constructor(root, settings, { errorKinds, onLine, onCompile, onStage, onChange }) {
-    Object.assign(this, { root, settings, onLine, onCompile, onStage, onChange });
+  constructor(root, settings, { errorKinds, onLine, onCompile, onStage, onCompare, onChange }) {
+    Object.assign(this, { root, settings, onLine, onCompile, onStage, onCompare, onChange });
     this.meanings = Object.fromEntries(errorKinds.map((k) => [k.kind, k.meaning]));
     this.tabButtons = new Map();
     this.panels = new Map();
@@ -127,7 +127,10 @@ export class RunPanel {
       const compile = compiles.find((c) => c.id === id);
       for (const r of this.result?.recompiles ?? []) {
         if (r.compile_id === id) rows.push(h("div", { class: "between recompile" }, "↻ Recompile",
-          r.previous ? ` (guards of ${r.previous} failed)` : "", ": ", h("code", {}, r.reason)));
+          r.previous ? ` (guards of ${r.previous} failed)` : "", ": ", h("code", {}, r.reason),
+          r.previous ? ["guards", "dynamo_graph"].map((stage) => h("button", { class: "chip compare",
+            dataset: { stage }, title: `Diff ${r.previous} and ${id} side by side`,
+            onclick: () => this.onCompare(id, stage, r.previous) }, `⇆ ${stage === "guards" ? "guards" : "graphs"}`)) : null));
       }
       rows.push(this.compileRow(id, compile));
       for (const b of this.result?.graph_breaks ?? []) {
@@ -204,7 +207,7 @@ export class RunPanel {
     clear(panel,
       e ? h("div", { class: `error-box ${e.type}` },
         h("strong", { title: this.meanings[e.type] }, e.type), e.line ? [" at ", lineLink(e.line, this.onLine)] : "",
-        h("p", {}, e.message), e.traceback ? h("pre", { class: "traceback" }, e.traceback) : null) : null,
+        h("p", { class: "message" }, linkify(e.message)), e.traceback ? h("pre", { class: "traceback" }, e.traceback) : null) : null,
       (r.notes ?? []).map((note) => h("p", { class: "note" }, note)),
       (r.stage_errors ?? []).map((s) => h("p", { class: "note" },
         `Stage ${s.stage}${s.compile_id ? ` of ${s.compile_id}` : ""} failed: ${s.message}`)),

@@ -43,6 +43,8 @@ export function resolveStage(compile, stage) {
   return artifactFor(compile, COUNTERPART[stage]) ? COUNTERPART[stage] : stage;
 }
 
+export const isGraphStage = (stage) => Boolean(stages.get(stage)?.graph);
+
 export function viewsFor(stage, artifact) {
   if (stages.get(stage)?.field === "timings") return [["timings", "Timings"]];
   if (stages.get(stage)?.graph) return [["text", "Code"], ["graph", "Graph"]];

@@ -1,7 +1,12 @@
 """Stage `guards`: the guard tree Dynamo installed, as text and as a list of leaf guards.
 
 Each leaf guard names what it guards (the `source=` of its enclosing GuardManager, e.g.
-`L['x']`) and the user line PyTorch attributes it to (the trailing `# file:line in fn`).
+`L['x']`), the user line PyTorch attributes it to (the `# file:line in fn` comment), its row
+in the text (1-based) and whether it is a symbolic shape guard. Those are the shape
+environment's guards that Dynamo appends after the root manager (`+- LAMBDA_GUARD: 2 <=
+L['x'].size()[0]` at depth 0 on torch 2.13), relations between sizes the graph assumes.
+
+`failed_guards` finds, in a compile's guards, the ones a recompile's reason names.
 """
 
 from __future__ import annotations
@@ -13,8 +18,16 @@ from .spec import Stage
 
 SPECS = (Stage("guards", "Guards", "Guards", "text", records=("dynamo_cpp_guards_str",)),)
 TREE_LINE = re.compile(r"^(?P<depth>(?:\| )*)\+- (?P<kind>\w+): (?P<body>.*)$")
-LOCATION = re.compile(r"#\s*(?P<file>[^\s#]+):(?P<line>\d+) in (?P<fn>\S+)\s*$")
+# PyTorch may follow the location with a note: "... in f (user code shown is first use ...)".
+LOCATION = re.compile(r"#\s*(?P<file>[^\s#]+):(?P<line>\d+) in (?P<fn>[\w<>]+)")
 MANAGER_SOURCE = re.compile(r"source=(?P<source>.+?), accessed_by=")
+COMMENT = re.compile(r"\s+# ")
+MANAGERS = ("RootGuardManager", "GuardManager", "DictGuardManager")
+SIZE_EXPRESSION = re.compile(r"\.(size|stride|storage_offset)\(\)")
+# A recompile reason about a tensor: "tensor 'x' size mismatch at index 0. expected 8, actual 4".
+TENSOR_REASON = re.compile(r"^tensor '(?P<name>[^']+)' ")
+# Reasons name a local as PyTorch's user sees it: `n == 3` for the guard `L['n'] == 3`.
+LOCAL = re.compile(r"\bL\['(?P<name>\w+)'\]")
 
 
 def _user_line(body: str, user_file: str) -> int | None:
@@ -24,11 +37,16 @@ def _user_line(body: str, user_file: str) -> int | None:
     return None
 
 
+def _code(body: str) -> str:
+    """The guard's code without PyTorch's trailing comments (user code, location, notes)."""
+    return COMMENT.split(body, 1)[0].rstrip()
+
+
 def parse_guards(text: str, user_file: str) -> tuple[list[dict], list[int | None]]:
     """Leaf guards with their guarded source, plus the user line of every text line."""
     sources: dict[int, str] = {}
     guards, src_lines = [], []
-    for line in text.split("\n"):
+    for row, line in enumerate(text.split("\n"), start=1):
         match = TREE_LINE.match(line)
         user_line = _user_line(line, user_file) if match else None
         src_lines.append(user_line)
@@ -39,13 +57,36 @@ def parse_guards(text: str, user_file: str) -> tuple[list[dict], list[int | None
         if manager:
             sources[depth] = manager["source"]
             continue
-        if match["kind"] in ("RootGuardManager", "GuardManager", "DictGuardManager"):
+        if match["kind"] in MANAGERS:
             continue
         owner = max((d for d in sources if d < depth), default=None)
-        code = LOCATION.sub("", match["body"]).split("  # ")[0].rstrip()
+        code = _code(match["body"])
+        symbolic = depth == 0 or bool(SIZE_EXPRESSION.search(code))
         guards.append({"kind": match["kind"], "code": code, "line": user_line,
-                       "source": sources.get(owner) if owner is not None else None})
+                       "source": sources.get(owner) if owner is not None else None,
+                       "row": row, "symbolic": symbolic})
     return guards, src_lines
+
+
+def failed_guards(reason: str, guards: list[dict]) -> list[int]:
+    """Indexes of the guards a recompile's reason names: the TENSOR_MATCH of the tensor it
+    names ("tensor 'x' ..."), else the guards whose code is the reason's first line, read
+    with locals as the reason writes them (`n == 3` for `L['n'] == 3`)."""
+    tensor = TENSOR_REASON.match(reason)
+    if tensor:
+        wanted = {tensor["name"], f"L['{tensor['name']}']"}
+        return [i for i, g in enumerate(guards)
+                if g["kind"] == "TENSOR_MATCH" and g["source"] in wanted]
+    stated = _code(reason.split("\n")[0]).strip()
+    return [i for i, g in enumerate(guards)
+            if stated and LOCAL.sub(r"\g<name>", g["code"]).strip() == stated]
+
+
+def with_failed_guards(recompiles: list[dict], compiles: list[dict]) -> list[dict]:
+    """Each recompile with `failed_guards`: indexes into its previous compile's guards."""
+    guards_of = {c["id"]: c["stages"].get("guards", {}).get("guards", []) for c in compiles}
+    return [{**r, "failed_guards": failed_guards(r["reason"], guards_of.get(r["previous"], []))}
+            for r in recompiles]
 
 
 def extract(compile_records) -> dict:

@@ -1,0 +1,73 @@
+"""The lesson path: the gallery examples in the order of the "graph mode" lecture, one per
+concept, each with a short explanation of what it shows and where to look on the page.
+
+A lesson names its example by slug; a lesson whose example is missing is left out, so the
+path only ever lists scripts that exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import Example, list_examples
+
+
+@dataclass(frozen=True)
+class Lesson:
+    concept: str
+    slug: str  # the gallery example it runs
+    explanation: str
+
+
+LESSONS = (
+    Lesson("Tracing vs scripting vs Dynamo", "data_dependent_branch",
+           "torch.jit.trace records the ops one input happened to run, so an `if` on a tensor "
+           "is baked in; torch.jit.script compiles the Python source itself and rejects what "
+           "it cannot type. Dynamo reads the bytecode as it runs: here it captures everything "
+           "up to the `if`, breaks the graph there, lets Python decide the branch, and traces "
+           "the branch taken into a second graph. Compare the two compiles' Dynamo graphs."),
+    Lesson("Guards and recompiles", "recompile_on_shape_change",
+           "Each compiled graph is stored with guards: checks on its inputs (shapes, dtypes, "
+           "globals) that must hold for the graph to be reused. The second call has another "
+           "batch size, so a size guard fails and Dynamo compiles again, now with the size "
+           "as a symbol. Click \u201c\u21c6 guards\u201d or \u201c\u21c6 graphs\u201d on the "
+           "recompile row: the failed guard is marked in 0/0's guards."),
+    Lesson("Graph breaks and resume functions", "print_graph_break",
+           "Dynamo cannot put print() into a graph, so it ends the graph before it, runs the "
+           "print in plain Python, and continues in a generated resume function "
+           "(torch_dynamo_resume_in_f_at_N) that it compiles as a new frame, 1/0. The gutter "
+           "mark and the Graph breaks tab give PyTorch's reason and its GB code."),
+    Lesson("The guard cache serves later calls", "dynamic_shapes",
+           "A compile is paid once; later calls only run the guards of the cache entries and "
+           "jump to the compiled code of the first entry whose guards hold. With dynamic=True "
+           "the sizes are symbols, and the symbolic guards (Guards stage) say which shapes "
+           "this graph accepts. Add `compiled(torch.randn(4, 16))` and "
+           "`compiled(torch.randn(100, 32))` at the end and compile: still one compile, 0/0."),
+    Lesson("IR narrowing: Torch IR \u2192 ATen \u2192 Core ATen \u2192 prims", "softmax_layernorm",
+           "Dynamo's graph holds torch-level calls (softmax, layer_norm). AOTAutograd lowers "
+           "them to ATen operators, decompositions bring those down to Core ATen (a small, fixed set of "
+           "operators a backend must support), and the prims view goes to the "
+           "primitives below. The ops line under each compile counts the nodes at each "
+           "level: fewer kinds of operator, more nodes."),
+    Lesson("A custom backend receives the FX graph", "custom_backend",
+           "A backend is any function taking the FX GraphModule Dynamo captured and example "
+           "inputs, and returning something callable. This one prints the graph's nodes (the "
+           "Output tab) and runs the graph as captured: the Dynamo stages are there, and no "
+           "AOTAutograd or Inductor stages follow, since neither ran."),
+    Lesson("Fusion", "mlp_fusion",
+           "Inductor keeps the matrix multiplies as library calls and fuses the pointwise work "
+           "around them (bias, GELU, residual add) into a few generated loops, so the "
+           "intermediate tensors never travel through memory. Compare the post-grad graph's "
+           "nodes with the handful of kernels in the Kernels stage."),
+    Lesson("Export (AOT) beside the JIT", "fullgraph_error",
+           "torch.compile is just in time: it may split a function at graph breaks and fall "
+           "back to Python between graphs. torch.export (ahead of time) must capture the "
+           "whole function as one graph or fail, which is what fullgraph=True asks of "
+           "torch.compile: here the print that the JIT path would split at is an error."),
+)
+
+
+def list_lessons() -> list[tuple[Lesson, Example]]:
+    """The lesson path, in order, each lesson with its example (missing examples left out)."""
+    examples = {example.slug: example for example in list_examples()}
+    return [(lesson, examples[lesson.slug]) for lesson in LESSONS if lesson.slug in examples]

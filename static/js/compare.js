@@ -1,0 +1,89 @@
+// Two panes as a diff (a pane's "Diff" menu names the other pane), and one click for "this
+// compile vs the one it replaced": the first pane shows the old compile, the second the new
+// one, same stage, as text, diffed. Changed lines are marked in both panes (diff.js pairs the
+// lines; FX node renames are not changes).
+
+import { h, clear } from "./dom.js";
+import { markRows } from "./editor.js";
+import { diffLines } from "./diff.js";
+import { isGraphStage } from "./stages.js";
+
+// The compile whose cache entry `id` replaced (its recompile's first reason: the newest entry).
+export function previousOf(result, id) {
+  return (result?.recompiles ?? []).find((r) => r.compile_id === id && r.previous)?.previous ?? null;
+}
+
+export function diffSelect(panes, pane) {
+  const select = h("select", { class: "pane-diff", "aria-label": "Diff with another pane",
+                               title: "Show this pane and another one as a diff (changed lines marked)",
+                               onchange: () => setDiff(panes, pane, select.value === "" ? null : Number(select.value)) });
+  return select;
+}
+
+// The pane this one is diffed with: the one it names, or one that names it.
+const partnerOf = (panes, pane) => panes.panes[pane.state.diff ?? -1]
+  ?? panes.panes.find((p) => p !== pane && p.state.diff === pane.index) ?? null;
+
+export function renderDiffSelect(panes, pane) {
+  const options = [["", "Diff: off"], ...panes.panes.filter((p) => p !== pane)
+    .map((p) => [String(p.index), `Diff: vs pane ${p.index + 1}`])];
+  const partner = String(partnerOf(panes, pane)?.index ?? "");
+  clear(pane.diffSelect, options.map(([value, label]) => h("option", { value, selected: value === partner }, label)));
+}
+
+function setDiff(panes, pane, partner) {
+  for (const p of panes.panes) if (p.state.diff === pane.index) p.state.diff = null;
+  pane.state.diff = partner;
+  if (partner != null) {
+    pane.state.view = "text";
+    panes.panes[partner].state.view = "text";
+    panes.panes[partner].state.diff = null; // one pair per two panes: the other side follows this one
+  }
+  panes.onChange();
+  panes.render();
+}
+
+export function compareWithPrevious(panes, id, stage, previous = previousOf(panes.result, id)) {
+  if (!previous || panes.panes.length < 2) return;
+  Object.assign(panes.panes[0].state, { compile: previous, stage, view: "text", diff: null });
+  Object.assign(panes.panes[1].state, { compile: id, stage, view: "text", diff: 0 });
+  panes.onChange();
+  panes.render();
+}
+
+function sideText(pane) {
+  return pane.viewer ? pane.text() : null;
+}
+
+// Mark the changed lines of every pane pair; recomputed only when either pane re-rendered.
+export function applyDiffs(panes) {
+  const pairs = new Map(); // pane -> [partner, "old" | "new"]
+  for (const pane of panes.panes) {
+    const partner = panes.panes[pane.state.diff ?? -1];
+    if (partner && partner !== pane && !pairs.has(pane) && !pairs.has(partner)) {
+      pairs.set(partner, [pane, "old"]);
+      pairs.set(pane, [partner, "new"]);
+    }
+  }
+  for (const pane of panes.panes) {
+    const [partner, side] = pairs.get(pane) ?? [null, null];
+    const key = partner ? `${side}|${pane.renderedKey}|${partner.renderedKey}` : null;
+    if (key === pane.diffKey) continue;
+    pane.diffKey = key;
+    const [own, other] = [sideText(pane), partner && sideText(partner)];
+    const shown = own != null && other != null;
+    const fx = shown && isGraphStage(pane.el.dataset.stage) && isGraphStage(partner.el.dataset.stage);
+    const diff = shown ? (side === "old" ? diffLines(own, other, { fx }) : diffLines(other, own, { fx })) : null;
+    if (pane.viewer) markRows(pane.viewer, "diff", diff ? diff[side === "old" ? "left" : "right"] : new Set(), `tb-diff-${side}`);
+    pane.el.dataset.diff = diff ? side : "";
+    clear(pane.diffInfo, !partner ? "" : !diff ? "diff: text views only" : summary(diff, side, fx));
+    pane.diffInfo.title = !partner ? "" : diff ? `Marked: lines ${side === "old" ? "removed or changed"
+      : "added or changed"} against pane ${partner.index + 1}${fx ? "; lines that differ only by FX node names are not marked" : ""}`
+      : `The diff with pane ${partner.index + 1} is marked in the text views (Code, Text, Tree)`;
+  }
+}
+
+function summary(diff, side, fx) {
+  const changed = diff[side === "old" ? "left" : "right"].size;
+  return `${changed} changed${fx && diff.renamed ? `, ${diff.renamed} renamed` : ""}`;
+}
