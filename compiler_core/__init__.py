@@ -15,7 +15,7 @@ from .errors import ErrorKind
 from .gallery import Example, get_example, list_examples
 from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
-from .report.fxgraph import stage_nodes as graph_nodes
+from .report.graphview import graph_view
 from .report.result import RESULT_VERSION, build_result
 from .report.stages import GRAPH_STAGES
 from .supervisor.job import Job, empty_result
@@ -43,5 +43,5 @@ def capture_this_process(stream, user_file: str):
 
 __all__ = ["ErrorKind", "Example", "GRAPH_STAGES", "Job", "Options", "OptionsError",
            "SandboxCheck", "Worker", "WorkerError", "build_result", "capture_this_process",
-           "catalogue", "empty_result", "engine_version", "get_example", "graph_nodes",
+           "catalogue", "empty_result", "engine_version", "get_example", "graph_view",
            "list_examples", "list_gpu_examples", "sandbox_check"]
