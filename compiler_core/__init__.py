@@ -17,7 +17,9 @@ from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
 from .report.graphview import graph_view
 from .report.result import RESULT_VERSION, build_result
+from .report.static_html import PAGE_ASSETS, report_html
 from .report.stages import GRAPH_STAGES
+from .report.trace_log import placeholder_source, trace_result
 from .supervisor.job import Job, empty_result
 from .supervisor.sandbox import SandboxCheck
 from .supervisor.sandbox import check as sandbox_check
@@ -41,7 +43,8 @@ def capture_this_process(stream, user_file: str):
     return attach(stream, user_file)
 
 
-__all__ = ["ErrorKind", "Example", "GRAPH_STAGES", "Job", "Options", "OptionsError",
+__all__ = ["ErrorKind", "Example", "GRAPH_STAGES", "Job", "Options", "OptionsError", "PAGE_ASSETS",
            "SandboxCheck", "Worker", "WorkerError", "build_result", "capture_this_process",
            "catalogue", "empty_result", "engine_version", "get_example", "graph_view",
-           "list_examples", "list_gpu_examples", "sandbox_check"]
+           "list_examples", "list_gpu_examples", "placeholder_source", "report_html",
+           "sandbox_check", "trace_result"]

@@ -195,3 +195,9 @@ def trace_result(files: dict[str, str], rank: int | None = None) -> dict:
                *({"name": "note", "compile_id": None, "t": 0, "meta": {"text": note},
                   "payload": None} for note in notes)]
     return build_result(records, user_file_of(chosen.records), {"options": {}})
+
+
+def placeholder_source(result: dict, hint: str) -> str:
+    """What the editor shows for a log, whose script's source the log does not hold."""
+    return (f"# No source: this is the TORCH_TRACE log {result['environment']['trace_log']}\n"
+            f"# of {result['user_file'] or 'a script'}. {hint}\n")
