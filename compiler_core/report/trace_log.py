@@ -113,8 +113,9 @@ def _entries(text: str):
 
 
 def _seconds(stamp: str) -> float:
-    """glog's `MMDD HH:MM:SS.micro` as seconds (within a year: enough for offsets in one run)."""
-    return datetime.strptime(stamp, "%m%d %H:%M:%S.%f").timestamp()
+    """glog's `MMDD HH:MM:SS.micro` as seconds, for offsets within one run (the year is not
+    written: a leap year's, so that 0229 parses)."""
+    return datetime.strptime(f"2000{stamp}", "%Y%m%d %H:%M:%S.%f").timestamp()
 
 
 def parse_log(name: str, text: str) -> TraceLog:
