@@ -37,7 +37,7 @@ export const api = {
 };
 
 // ---------------------------------------------------------------- static reports
-// A report file (`python -m compiler_core report`, the page's "Report" button) is the page with
+// A report file (`python -m compiler_core report`, the page's "Download report") is the page with
 // its data embedded in boot.report: the result itself travels as boot.share, and `embedded`
 // holds each graph view as first shown and the vendored scripts loaded on demand. `embedded` is
 // null on the served page. Every accessor of server data answers from it when it is set (a
