@@ -1,17 +1,20 @@
-"""The `torchbolt` command: `torchbolt serve [...]` (the web explorer, `python -m app`) and
-`torchbolt run SCRIPT.py [...]` (the engine's CLI, `python -m compiler_core run`).
+"""The `torchbolt` command: `torchbolt serve [...]` (the web explorer, `python -m app`),
+`torchbolt run SCRIPT.py [...]` and `torchbolt report ...` (the engine's CLI,
+`python -m compiler_core run|report`).
 
-Each subcommand loads only its own side: `run` never imports Flask.
+Each subcommand loads only its own side: `run` and `report` never import Flask.
 """
 
 from __future__ import annotations
 
 import sys
 
-USAGE = """usage: torchbolt {serve,run} ...
+USAGE = """usage: torchbolt {serve,run,report} ...
 
   serve   serve the web explorer (torchbolt serve --help)
   run     run SCRIPT.py under torch.compile and write every stage as JSON (torchbolt run --help)
+  report  write one self-contained HTML report of SCRIPT.py's run or of a TORCH_TRACE log folder
+          (torchbolt report --help)
 """
 
 
@@ -21,9 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     if command == "serve":
         from app.__main__ import main as serve
         return serve(rest) or 0
-    if command == "run":
+    if command in ("run", "report"):
         from compiler_core.__main__ import main as engine
-        return engine(["run", *rest])
+        return engine([command, *rest])
     print(USAGE, file=sys.stderr if command not in ("-h", "--help") else sys.stdout, end="")
     return 0 if command in ("-h", "--help") else 2
 

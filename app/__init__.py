@@ -11,6 +11,7 @@
 - TOKEN: None, or the access token every request must carry (app/auth.py);
 - JOBS_PER_CLIENT (2): a client's jobs queued or running at once; MAX_TIMEOUT (120 s): the
   largest `timeout` option a job may ask for;
+- TRACE_MAX_BYTES (64 MiB): the most a TORCH_TRACE log upload may send (app/reports.py);
 - THREADS (48, the server's): with STREAM_RESERVE (8) and STREAMS_PER_CLIENT (4), the caps on
   open event streams (app/streams.py): THREADS - STREAM_RESERVE in all;
 - WARM_FIRST_LESSON (True): once ready, run the first lesson unless its result is stored, so
@@ -23,32 +24,27 @@ engine's tests).
 from __future__ import annotations
 
 import os
-import sys
 
 from flask import Flask
 
-from compiler_core import Broker, Worker, list_lessons
+from compiler_core import PAGE_ASSETS, Broker, Worker, list_lessons
 
-from . import api, auth, errors, http, pages
+from . import api, auth, errors, http, pages, reports
 from .manager import JobManager
 from .store import Store
 from .streams import StreamLimiter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The page's files: beside the package in a source tree (and an editable install), else where
-# a plain `pip install .` puts them (pyproject.toml's data-files).
-ASSETS = ROOT if os.path.isdir(os.path.join(ROOT, "static")) else os.path.join(
-    sys.prefix, "share", "torchbolt")
 
 
 def create_app(test_config: dict | None = None, workers: list[Worker] | None = None) -> Flask:
-    app = Flask(__name__, static_folder=os.path.join(ASSETS, "static"),
-                template_folder=os.path.join(ASSETS, "templates"))
+    app = Flask(__name__, static_folder=os.path.join(PAGE_ASSETS, "static"),
+                template_folder=os.path.join(PAGE_ASSETS, "templates"))
     app.config.from_mapping(
         DATA_DIR=os.environ.get("TORCHBOLT_DATA", os.path.join(ROOT, "var")),
         WORKERS=1, SANDBOX=None, BROKER=None, TOKEN=None, JOBS_PER_CLIENT=2, MAX_TIMEOUT=120.0,
         THREADS=48, STREAM_RESERVE=8, STREAMS_PER_CLIENT=4, WARM_FIRST_LESSON=True,
-        MAX_CONTENT_LENGTH=1024 * 1024,
+        MAX_CONTENT_LENGTH=1024 * 1024, TRACE_MAX_BYTES=64 * 1024 * 1024,
     )
     app.config.update(test_config or {})
     app.json.sort_keys = False
@@ -58,6 +54,7 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
     auth.register(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(reports.bp)
     errors.register(app)
     http.register(app)
     return app

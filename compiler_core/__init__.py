@@ -19,9 +19,11 @@ from .gallery import Example, get_example, list_examples
 from .gallery.lessons import Lesson, list_lessons
 from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
-from .report.fxgraph import stage_nodes as graph_nodes
+from .report.graphview import graph_view
 from .report.result import RESULT_VERSION, build_result
+from .report.static_html import PAGE_ASSETS, report_html
 from .report.stages import GRAPH_STAGES
+from .report.trace_log import placeholder_source, trace_result
 from .supervisor.job import Job, empty_result
 from .supervisor.sandbox import SandboxCheck
 from .supervisor.sandbox import check as sandbox_check
@@ -45,8 +47,9 @@ def capture_this_process(stream, user_file: str):
     return attach(stream, user_file)
 
 
-__all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "Job", "Lesson", "Options",
-           "OptionsError", "SandboxCheck", "Worker", "WorkerError", "build_result",
-           "capture_this_process", "catalogue", "compress_result", "empty_result",
+__all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "Job", "Lesson",
+           "Options", "OptionsError", "PAGE_ASSETS", "SandboxCheck", "Worker", "WorkerError",
+           "build_result", "capture_this_process", "catalogue", "compress_result", "empty_result",
            "engine_version", "environment_id", "environment_identity", "expand_result",
-           "get_example", "graph_nodes", "list_examples", "list_gpu_examples", "list_lessons", "redact_url", "sandbox_check"]
+           "get_example", "graph_view", "list_examples", "list_gpu_examples", "list_lessons",
+           "placeholder_source", "redact_url", "report_html", "sandbox_check", "trace_result"]

@@ -4,6 +4,10 @@ host serving the web servers that share that broker (cluster/host.py).
 
 Prints one progress line per captured stage to stderr and writes the result JSON (to stdout
 without --json) in every case. Exit code 0 when the script ran, 1 with a one-line message when not.
+
+`python -m compiler_core report SCRIPT.py -o report.html [options]` runs the script the same way
+and writes the result as one self-contained HTML file; `report --trace-dir DIR -o report.html`
+reads the log files a `TORCH_TRACE=DIR` run wrote instead (no code runs).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import sys
 from .errors import ErrorKind
 from .options import USER_OPTIONS, Option, Options, OptionsError
 from .report.result import build_result
+from .report.static_html import report_html
+from .report.trace_log import placeholder_source, trace_result
 from .supervisor.worker import Worker, WorkerError
 
 
@@ -26,9 +32,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     run = sub.add_parser("run", help="run SCRIPT.py and write the result JSON")
     run.add_argument("script")
     run.add_argument("--json", metavar="OUT.json", help="write the result here (default: stdout)")
-    for option in USER_OPTIONS:
-        add_option(run, option)
-    return parser.parse_args(argv)
+    report = sub.add_parser("report", help="write one self-contained HTML report of SCRIPT.py's "
+                                           "run, or of a TORCH_TRACE log folder")
+    report.add_argument("script", nargs="?")
+    report.add_argument("-o", "--output", metavar="OUT.html", required=True)
+    report.add_argument("--trace-dir", metavar="DIR",
+                        help="read the log files a TORCH_TRACE=DIR run wrote instead of running")
+    report.add_argument("--rank", type=int, help="with --trace-dir: the rank whose log to show")
+    report.add_argument("--source", metavar="SCRIPT.py",
+                        help="with --trace-dir: the traced script, shown beside its stages")
+    for parser_ in (run, report):
+        for option in USER_OPTIONS:
+            add_option(parser_, option)
+    args = parser.parse_args(argv)
+    if args.command == "report" and (args.script is None) == (args.trace_dir is None):
+        parser.error("report: give SCRIPT.py or --trace-dir DIR (one of them)")
+    return args
 
 
 def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
@@ -46,6 +65,34 @@ def progress(event: dict) -> None:
         print(f"[{event['t']:7.2f}s] {where:>5} {event['stage']}", file=sys.stderr, flush=True)
 
 
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def run_script(source: str, path: str, options: Options) -> dict:
+    """The result of running the script (its source, its absolute path) in a fresh worker."""
+    worker = Worker()
+    try:
+        result = worker.run(source, options, user_file=path, listener=progress)
+    except WorkerError as exc:  # the engine itself failed: still one result, with the error
+        result = build_result([], path, {"options": options.to_dict(),
+                                         "error": ErrorKind.WORKER_ERROR.error(str(exc))})
+    finally:
+        worker.close()
+    return result
+
+
+def trace_dir_result(args: argparse.Namespace) -> tuple[str, dict]:
+    """The source to show and the result of a TORCH_TRACE folder's log files."""
+    names = sorted(n for n in os.listdir(args.trace_dir) if n.endswith(".log"))
+    result = trace_result({n: read_text(os.path.join(args.trace_dir, n)) for n in names},
+                          args.rank)
+    source = read_text(args.source) if args.source else placeholder_source(
+        result, "Pass --source SCRIPT.py to show it here.")
+    return source, result
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["worker"]:
@@ -56,26 +103,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         options = Options(**{option.name: getattr(args, option.name) for option in USER_OPTIONS})
-        path = os.path.abspath(args.script)
-        with open(path, encoding="utf-8") as fh:
-            source = fh.read()
-    except (OptionsError, OSError) as exc:
+        if args.command == "report" and args.trace_dir:
+            source, result = trace_dir_result(args)
+        else:
+            path = os.path.abspath(args.script)
+            source = read_text(path)
+            result = run_script(source, path, options)
+    except (OptionsError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    worker = Worker()
-    try:
-        result = worker.run(source, options, user_file=path, listener=progress)
-    except WorkerError as exc:  # the engine itself failed: still one result, with the error
-        result = build_result([], path, {"options": options.to_dict(),
-                                         "error": ErrorKind.WORKER_ERROR.error(str(exc))})
-    finally:
-        worker.close()
-    text = json.dumps(result, indent=1)
-    if args.json:
+    if args.command == "report":
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(report_html(source, options.to_dict() if args.script else {}, result))
+        print(f"wrote {args.output}", file=sys.stderr)
+    elif args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.write(json.dumps(result, indent=1))
     else:
-        print(text)
+        print(json.dumps(result, indent=1))
     error = result["error"]
     if error:
         line = f" (line {error['line']})" if error.get("line") else ""

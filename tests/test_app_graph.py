@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app import layout
+from compiler_core.report import layout
 from compiler_core.report.fxgraph import fx_nodes, parse_type
 from app.graphview import graph_view
 from app.store import Store, content_key, is_key

@@ -77,6 +77,12 @@ class _Graph:
         self.nodes[name] = {"name": name, "op": op, "target": target, "shape": shape,
                             "dtype": dtype, "line": line, "module": None, "inputs": inputs}
 
+    def rename(self, old: str, new: str) -> None:
+        """Dynamo prints each placeholder's FX name as an alias, `l_x_ = L_x_`: one node."""
+        self.nodes = {(new if name == old else name): ({**node, "name": new} if name == old
+                                                       else node)
+                      for name, node in self.nodes.items()}
+
 
 def _statement(lines: list[str], start: int) -> tuple[str, int]:
     """A statement that may continue over lines while brackets are open; returns (text, end)."""
@@ -126,9 +132,12 @@ def parse_graphs(text: str, src_lines: list) -> list[_Graph]:
                 current.add(name, "placeholder", name, current.declared.get(name), None, [])
         elif current is not None and (node := ASSIGN.match(line)):
             expr = RELEASE.sub("", node["expr"]).strip()
-            op, target = _op_and_target(expr)
-            current.add(node["name"], op, target, node["type"], line_no,
-                        _names(expr, current.nodes))
+            if current.nodes.get(expr, {}).get("op") == "placeholder":
+                current.rename(expr, node["name"])
+            else:
+                op, target = _op_and_target(expr)
+                current.add(node["name"], op, target, node["type"], line_no,
+                            _names(expr, current.nodes))
         index += 1
     return graphs
 

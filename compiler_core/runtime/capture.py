@@ -23,19 +23,9 @@ import torch
 from torch._guards import CompileContext
 
 from ..report.records import RecordWriter
+from ..report.trace_log import TraceConverter
 from .views import node_table, trace_views
 
-# Structured-trace names we keep; everything else (chromium events, tensor descriptions) is noise.
-TRACE_EVENTS = {
-    "dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "aot_joint_graph",
-    "aot_forward_graph", "aot_backward_graph", "aot_inference_graph", "inductor_output_code",
-    "compilation_metrics", "bwd_compilation_metrics",
-}
-TRACE_ARTIFACTS = {
-    "dynamo_graph_break_reason", "recompile_reasons", "inductor_post_grad_graph",
-    "inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
-    "triton_kernel_info",
-}
 IR_LOGGERS = {
     "ir_pre_fusion": "torch._inductor.debug.__ir_pre_fusion",
     "ir_post_fusion": "torch._inductor.debug.__ir_post_fusion",
@@ -48,50 +38,29 @@ def current_compile_id() -> str | None:
 
 
 class TraceHandler(logging.Handler):
-    """Turns structured-trace log records into torchbolt records."""
+    """Turns structured-trace log records into torchbolt records (the conversion is shared with
+    the reader of TORCH_TRACE log files, report/trace_log.py)."""
 
     def __init__(self, session: CaptureSession):
         super().__init__(logging.DEBUG)
         self.session = session
-        self.interned: dict[int, str] = {}  # trace_log sends each filename once, as an id
+        self.converter = TraceConverter()
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
         if not isinstance(metadata, dict):
             return
-        if "str" in metadata:  # also while paused: later records name the file by this id
-            text, index = metadata["str"]
-            self.interned[index] = text
+        # converted also while paused: the converter keeps the filenames later records name by id
+        converted = self.converter.convert(metadata)
+        if converted is None or not self.session.recording:
             return
-        if not self.session.recording:
-            return
-        name, meta = self._classify(metadata)
-        if name is None:
-            return
-        compile_id = None
-        if metadata.get("frame_id") is not None:
-            compile_id = f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
-        if name == "dynamo_start":
-            if compile_id not in self.session.started:  # a restarted analysis starts again
-                self.session.started.append(compile_id)
-            meta = {"stack": [{**frame, "filename": self.interned.get(frame.get("filename"),
-                                                                       frame.get("filename"))}
-                              for frame in meta.get("stack", [])]}
+        name, compile_id, meta = converted
+        if name == "dynamo_start" and compile_id not in self.session.started:
+            self.session.started.append(compile_id)  # a restarted analysis starts again
         if name == "inductor_output_code" and (meta.get("file_path") or meta.get("filename")):
             path = os.path.abspath(meta.get("file_path") or meta["filename"])
             self.session.output_modules[path] = compile_id
-        self.session.writer.emit(name, compile_id, getattr(record, "payload", None),
-                         attempt=metadata.get("attempt"), **meta)
-
-    @staticmethod
-    def _classify(metadata: dict) -> tuple[str | None, dict]:
-        if "artifact" in metadata:
-            name = metadata["artifact"]["name"]
-            return (name if name in TRACE_ARTIFACTS else None), {}
-        for key in TRACE_EVENTS.intersection(metadata):
-            value = metadata[key]
-            return key, (value if isinstance(value, dict) else {})
-        return None, {}
+        self.session.writer.emit(name, compile_id, getattr(record, "payload", None), **meta)
 
 
 class IRHandler(logging.Handler):

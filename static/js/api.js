@@ -1,10 +1,11 @@
 // The JSON API (see app/api.py). Every error answer is {ok: false, error, status}.
 
 async function request(method, url, body) {
+  const form = body instanceof FormData; // file uploads go as they are
   const response = await fetch(url, {
     method,
-    headers: body ? { "Content-Type": "application/json" } : {},
-    body: body ? JSON.stringify(body) : undefined,
+    headers: body && !form ? { "Content-Type": "application/json" } : {},
+    body: body && !form ? JSON.stringify(body) : body,
   });
   let data;
   try {
@@ -25,10 +26,34 @@ export const api = {
   job: (id) => request("GET", `/api/jobs/${encodeURIComponent(id)}`),
   cancel: (id) => request("POST", `/api/jobs/${encodeURIComponent(id)}/cancel`),
   status: () => request("GET", "/api/status"),
-  graph: (key, compileId, stage, collapse) => request("GET",
-    `/api/results/${encodeURIComponent(key)}/graph?` +
-    new URLSearchParams({ compile: compileId, stage, collapse })),
+  graph: (key, compileId, stage, collapse) => embedded ? embeddedGraph(compileId, stage, collapse)
+    : request("GET", `/api/results/${encodeURIComponent(key)}/graph?` +
+      new URLSearchParams({ compile: compileId, stage, collapse })),
+  reportUrl: (key) => `/api/results/${encodeURIComponent(key)}/report.html`,
+  traceLog: (files) => {
+    const form = new FormData();
+    for (const file of files) form.append("log", file, file.name);
+    return request("POST", "/api/trace", form);
+  },
 };
+
+// ---------------------------------------------------------------- static reports
+// A report file (`python -m compiler_core report`, the page's "Download report") is the page with
+// its data embedded in boot.report: the result itself travels as boot.share, and `embedded`
+// holds each graph view as first shown and the vendored scripts loaded on demand. `embedded` is
+// null on the served page. Every accessor of server data answers from it when it is set (a
+// stage text fetched on demand reads the embedded result's compiles[i].stages[STAGE]).
+export const embedded = JSON.parse(document.getElementById("boot").textContent).report ?? null;
+
+async function embeddedGraph(compileId, stage, collapse) {
+  const graph = embedded.graphs[`${compileId} ${stage}`];
+  if (!graph) throw new Error("this report holds no graph for this stage");
+  if (collapse !== "auto") throw new Error("a report holds each graph as first shown (collapse: auto)");
+  return graph;
+}
+
+// The URL of a vendored script (path under static/): a data URL in a report.
+export const assetUrl = (path) => embedded?.assets[path] ?? `/static/${path}`;
 
 // Live progress of one job: its server-sent events, or, when the server refuses the stream (a
 // 429 over its caps on open streams) or the stream is lost for good, polling GET /api/jobs/ID

@@ -3,7 +3,7 @@
 // dtype, source line and module; search highlights and zooms to nodes; a click on a node shows
 // its source line in the editor. Big graphs come collapsed by module (the select changes that).
 
-import { api } from "./api.js";
+import { api, assetUrl } from "./api.js";
 import { h, clear, escapeHtml } from "./dom.js";
 
 const WEBGL_OVER = 400;
@@ -17,7 +17,7 @@ let plotly = null;
 
 export function loadPlotly() {
   plotly ??= new Promise((resolve, reject) => {
-    const script = h("script", { src: "/static/vendor/plotly.min.js" });
+    const script = h("script", { src: assetUrl("vendor/plotly.min.js") });
     script.onload = () => resolve(window.Plotly);
     script.onerror = () => reject(new Error("could not load plotly.js"));
     document.head.append(script);

@@ -1,6 +1,6 @@
 // torchbolt's page: wires the editor, the run panel and the panes to the API.
 
-import { api, followJob } from "./api.js";
+import { api, embedded, followJob } from "./api.js";
 import { h, clear, copyText, linkify, toast } from "./dom.js";
 import { createEditor, markLines, selectLine, setDoc, setMarks, setTheme } from "./editor.js";
 import { Panes } from "./panes.js";
@@ -124,9 +124,11 @@ function finishJob(key) {
   $("#cancel").hidden = true;
   $("#share").disabled = !key;
   document.body.dataset.job = "finished";
+  $("#download").disabled = !key;
 }
 
 async function compile() {
+  if (embedded) return toast("This is a static report: open its code in torchbolt to compile it", 5000);
   const submit = ++submits;
   const source = editor.state.doc.toString();
   current?.stop?.();
@@ -136,7 +138,7 @@ async function compile() {
   run.cancelled = false;
   run.start();
   showResult(null, null);
-  $("#share").disabled = true;
+  $("#share").disabled = $("#download").disabled = true;
   document.body.dataset.job = "running";
   let job;
   try {
@@ -248,6 +250,7 @@ function buildGallery() {
     } }, h("strong", {}, example.title), h("span", {}, example.teaches)));
   }
   lessons.buildMenu(() => { menu.hidden = true; });
+  menu.append(...traceLogItem(menu));
   $("#gallery-button").onclick = () => { menu.hidden = !menu.hidden; };
   // Esc closes the menu (and still cancels a running compile: chrome.js's shortcut).
   document.addEventListener("keydown", (e) => {
@@ -256,6 +259,24 @@ function buildGallery() {
   document.addEventListener("click", (e) => {
     if (!e.target.closest(".gallery")) menu.hidden = true;
   });
+}
+
+// A TORCH_TRACE folder's log files, read by the server into a result shown as a shared one.
+function traceLogItem(menu) {
+  const input = h("input", { type: "file", multiple: true, hidden: true, onchange: async () => {
+    menu.hidden = true;
+    toast("Reading the trace log ...");
+    try {
+      const { key } = await api.traceLog(input.files);
+      location.href = `/r/${key}`;
+    } catch (error) {
+      toast(`Could not read the trace log: ${error.message}`, 8000);
+    }
+    input.value = "";
+  } });
+  return [h("button", { role: "menuitem", id: "open-trace", onclick: () => input.click() },
+    h("strong", {}, "Open a TORCH_TRACE log ..."),
+    h("span", {}, "the files a TORCH_TRACE=DIR run wrote to DIR, shown with the same views")), input];
 }
 
 function applyLook() {
@@ -295,6 +316,7 @@ function wireToolbar() {
   $("#compile").onclick = compile;
   $("#cancel").onclick = cancel;
   $("#share").onclick = share;
+  $("#download").onclick = () => { location.href = api.reportUrl(current.key); };
   $("#theme").onclick = actions.theme;
   $("#font-up").onclick = actions.fontUp;
   $("#font-down").onclick = actions.fontDown;
@@ -314,8 +336,8 @@ installSplitters(settings, persist);
 installShortcuts(actions);
 applyLook();
 showEnvironment(boot.environment);
-mountEnvironmentPicker($("#env"));
-if (!boot.environment.device) {
+if (!embedded) mountEnvironmentPicker($("#env"));
+if (!boot.environment.device && !embedded) {
   const poll = setInterval(async () => {
     const { environment } = await api.status().catch(() => ({}));
     if (environment?.device) { showEnvironment(environment); clearInterval(poll); }
@@ -327,7 +349,11 @@ if (boot.share) {
   showResult(boot.share.result, boot.share.key);
   run.finish({ status: boot.share.result.error ? "failed" : "done", cached: true,
                error: boot.share.result.error }, null);
-  $("#share").disabled = false;
+  $("#share").disabled = $("#download").disabled = !boot.share.key;
+}
+if (embedded) { // a static report: the result only, nothing to run
+  document.body.dataset.mode = "report";
+  for (const control of $("#options").elements) control.disabled = true;
 }
 if (firstVisit && boot.lessons.length) lessons.open(boot.lessons[0].slug); // its result at once when stored
 else if (!boot.share) lessons.show(lessons.slugFor(editor.state.doc.toString()));

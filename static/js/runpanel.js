@@ -3,6 +3,7 @@
 // breaks explained, and the script's output and error (an engine-named kind says its meaning,
 // from the catalogue's error kinds, on hover).
 
+import { embedded } from "./api.js";
 import { renderCalls } from "./calls.js";
 import { h, clear, lineLink, linkify, safeUrl } from "./dom.js";
 import { stageList } from "./stages.js";
@@ -90,9 +91,11 @@ export class RunPanel {
     const { status, position, cached, elapsed } = this.state;
     const took = this.result?.duration_s;
     const seconds = elapsed ?? (this.started ? (performance.now() - this.started) / 1000 : 0);
-    if (cached && elapsed == null) { // opened from a share link
-      clear(this.statusLine, h("span", { class: `badge ${status}` }, "shared"),
-        ` Loaded from the store, not recompiled (it ran in ${took ?? "?"} s${status === "failed" ? ", ending with an error" : ""})`);
+    if (cached && elapsed == null) { // opened from a share link, a report file or a trace log
+      const log = this.result?.environment?.trace_log;
+      clear(this.statusLine, h("span", { class: `badge ${status}` }, embedded ? "report" : log ? "trace log" : "shared"),
+        log ? ` Read from the TORCH_TRACE log ${log}, no code ran`
+          : ` ${embedded ? "A static report" : "Loaded from the store"}, not recompiled (it ran in ${took ?? "?"} s${status === "failed" ? ", ending with an error" : ""})`);
       this.root.dataset.status = status;
       return;
     }
