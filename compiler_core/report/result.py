@@ -129,7 +129,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     stage_errors += [r["meta"] for r in records  # run-level steps: timings, GPU preview ...
                      if r["name"] == "stage_error" and r["compile_id"] is None]
     error = _first_meta(records, "error") or run.get("error")
-    recompile_list = recompiles(records)
+    recompile_list = with_failed_guards(recompiles(records), compiles)
     result = {
         "version": RESULT_VERSION,
         "environment": _first_meta(records, "environment") or {},

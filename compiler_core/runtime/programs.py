@@ -16,7 +16,6 @@ import warnings
 
 import torch
 
-from ..report.records import RecordWriter
 from .callables import user_line
 from .capture import CaptureSession
 
