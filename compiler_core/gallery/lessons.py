@@ -20,12 +20,13 @@ class Lesson:
 
 
 LESSONS = (
-    Lesson("Tracing vs scripting vs Dynamo", "data_dependent_branch",
+    Lesson("Tracing vs scripting vs Dynamo", "trace_script_compile",
            "torch.jit.trace records the ops one input happened to run, so an `if` on a tensor "
-           "is baked in; torch.jit.script compiles the Python source itself and rejects what "
-           "it cannot type. Dynamo reads the bytecode as it runs: here it captures everything "
-           "up to the `if`, breaks the graph there, lets Python decide the branch, and traces "
-           "the branch taken into a second graph. Compare the two compiles' Dynamo graphs."),
+           "is baked in (and it warns); torch.jit.script compiles the Python source itself and "
+           "keeps both branches as prim::If. Dynamo reads the bytecode as it runs: it captures "
+           "everything up to the `if`, breaks the graph there, lets Python decide the branch, "
+           "and traces the branch taken into a second graph. Open \u201cjit.trace\u201d and "
+           "\u201cjit.script\u201d in the compile picker beside the Dynamo graphs."),
     Lesson("Guards and recompiles", "recompile_on_shape_change",
            "Each compiled graph is stored with guards: checks on its inputs (shapes, dtypes, "
            "globals) that must hold for the graph to be reused. The second call has another "
@@ -59,11 +60,12 @@ LESSONS = (
            "around them (bias, GELU, residual add) into a few generated loops, so the "
            "intermediate tensors never travel through memory. Compare the post-grad graph's "
            "nodes with the handful of kernels in the Kernels stage."),
-    Lesson("Export (AOT) beside the JIT", "fullgraph_error",
-           "torch.compile is just in time: it may split a function at graph breaks and fall "
-           "back to Python between graphs. torch.export (ahead of time) must capture the "
-           "whole function as one graph or fail, which is what fullgraph=True asks of "
-           "torch.compile: here the print that the JIT path would split at is an error."),
+    Lesson("Export (AOT) beside the JIT", "export_vs_compile",
+           "torch.compile is just in time: it captures graphs as the code runs, guarded for the "
+           "inputs it saw, and may split a function at graph breaks. torch.export (ahead of "
+           "time) captures the whole function as one graph with its signature (parameters "
+           "become inputs) and the range of each dynamic size, or fails. Open "
+           "\u201cexport\u201d in the compile picker beside the compile's Dynamo graph."),
 )
 
 
