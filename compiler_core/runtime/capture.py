@@ -23,6 +23,7 @@ import torch
 from torch._guards import CompileContext
 
 from ..report.records import RecordWriter
+from . import line_owners
 from .views import node_table, trace_views
 
 # Structured-trace names we keep; everything else (chromium events, tensor descriptions) is noise.
@@ -63,10 +64,13 @@ class TraceHandler(logging.Handler):
             text, index = metadata["str"]
             self.interned[index] = text
             return
-        if not self.session.recording:
-            return
         name, meta = self._classify(metadata)
         if name is None:
+            return
+        # The kernels' line owners go with their output module, also those of a paused compile.
+        kernel_lines = (self.session.line_owners.take(self.session.user_file)
+                        if name == "inductor_output_code" else None)
+        if not self.session.recording:
             return
         compile_id = None
         if metadata.get("frame_id") is not None:
@@ -82,6 +86,8 @@ class TraceHandler(logging.Handler):
             self.session.output_modules[path] = compile_id
         self.session.writer.emit(name, compile_id, getattr(record, "payload", None),
                          attempt=metadata.get("attempt"), **meta)
+        if kernel_lines is not None:
+            self.session.writer.emit("kernel_lines", compile_id, None, kernels=kernel_lines)
 
     @staticmethod
     def _classify(metadata: dict) -> tuple[str | None, dict]:
@@ -172,6 +178,7 @@ class CaptureSession:
         self.started: list[str] = []
         self.codes: dict[str, object] = {}
         self.kernels_before: set[int] = set()  # ids of Triton kernels alive before the script
+        self.line_owners = line_owners.LineOwners()  # what each generated kernel line was for
         self._paused = False
 
     @contextlib.contextmanager
@@ -214,6 +221,12 @@ class CaptureSession:
                 else:
                     self.writer.emit(stage, compile_id, text_or_error)
 
+    def record_ir_origins(self, stage: str, nodes) -> None:
+        """The origin FX nodes of each scheduler node of a loop IR dump (`ir_pre_fusion` ...)."""
+        if self.recording:
+            self.writer.emit("ir_origins", current_compile_id(), None, stage=stage,
+                             ops=line_owners.scheduler_origins(nodes, self.user_file))
+
     def attach(self) -> None:
         """Attach every capture hook. Call once per process, after `config.configure_job`,
         before the script runs."""
@@ -229,3 +242,4 @@ class CaptureSession:
             logger.propagate = False  # keep the IR out of the user's stderr
         register_bytecode_hook(bytecode_hook(self))
         patch_backend_wrappers(self.record_graph)
+        line_owners.install(self.line_owners, self.record_ir_origins)
