@@ -47,7 +47,7 @@ const run = new RunPanel($("#run"), settings, {
 
 function recolorEditor() {
   const lines = settings.colorLines ? panes.userLines() : new Set();
-  markLines(editor, new Map([...lines].map((l) => [l, l])), new Set(cursorLine ? [cursorLine] : []));
+  markLines(editor, new Map([...lines].map((l) => [l, l])), new Set(cursorLine ? [cursorLine] : [])); // user line = doc line
 }
 
 // ---------------------------------------------------------------- results

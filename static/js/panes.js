@@ -5,6 +5,8 @@ import { h, clear, copyText, download } from "./dom.js";
 import { createViewer, markLines, scrollToLine, setTheme } from "./editor.js";
 import { renderGraph } from "./graph.js";
 import { renderGuards } from "./guards.js";
+import { renderKernelList } from "./kernels.js";
+import { kernelKeyOf, linesOfKey, linesOfUsers, userLinesOf } from "./linking.js";
 import { renderTimings } from "./timings.js";
 import { entryLabel, pickable, programStage } from "./programs.js";
 import { artifactFor, filename, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
@@ -18,6 +20,7 @@ export class Panes {
     this.result = null;
     this.key = null;
     this.focus = new Set();
+    this.link = null; // {key, user, pane}: a pane line was clicked; others show its kernel line
     this.dark = settings.theme === "dark";
     this.panes = [];
     this.build();
@@ -55,8 +58,19 @@ export class Panes {
   }
 
   focusUserLine(line) {
+    if (this.link?.user !== line) this.link = null; // the editor's cursor moved elsewhere
     this.focus = new Set(line ? [line] : []);
     for (const pane of this.panes) pane.applyMarks(true);
+  }
+
+  // A line of a pane was clicked: its user line is focused (and selected in the editor), and
+  // the other panes scroll to their lines of the same kernel source line (TTIR <-> PTX <-> SASS).
+  selectPaneLine(pane, line) {
+    const user = userLinesOf(pane.artifact, line)[0] ?? null;
+    this.link = { key: kernelKeyOf(pane.artifact, line), user, pane };
+    this.focus = new Set(user ? [user] : []);
+    for (const other of this.panes) other.applyMarks(other !== pane);
+    if (user) this.onUserLine(user);
   }
 
   setTheme(dark) {
@@ -76,7 +90,9 @@ export class Panes {
   userLines() {
     const lines = new Set();
     for (const pane of this.panes) {
-      if (pane.viewer && pane.artifact) pane.artifact.src_lines.forEach((l) => l && lines.add(l));
+      if (!pane.viewer || !pane.artifact) continue;
+      pane.artifact.src_lines.forEach((l) => l && lines.add(l));
+      Object.values(pane.artifact.src_more ?? {}).forEach((more) => more.forEach((l) => lines.add(l)));
     }
     return lines;
   }
@@ -156,13 +172,18 @@ class Pane {
       this.body.append(renderGuards(this.artifact, this.owner.onUserLine));
     } else {
       const python = view === "python";
-      this.viewer = createViewer(this.body, {
+      let host = this.body;
+      if (this.artifact.kernels) {
+        host = h("div", { class: "kernel-code" });
+        this.body.classList.add("with-list");
+        this.body.append(renderKernelList(this.artifact.kernels, {
+          onJump: (line) => this.viewer && scrollToLine(this.viewer, line, "start"),
+          onUserLine: this.owner.onUserLine }), host);
+      }
+      this.viewer = createViewer(host, {
         text: python ? this.artifact.source : this.artifact.text,
         lang: python ? "python" : this.artifact.language,
-        onLineClick: (line) => {
-          const user = this.viewer && !python ? this.artifact.src_lines[line - 1] : null;
-          if (user) this.owner.onUserLine(user);
-        },
+        onLineClick: (line) => { if (this.viewer && !python) this.owner.selectPaneLine(this, line); },
       });
       this.python = python;
       this.applyTheme();
@@ -204,17 +225,15 @@ class Pane {
 
   applyMarks(scroll) {
     if (!this.viewer || this.python) return;
+    const focused = linesOfUsers(this.artifact, this.owner.focus);
+    const linked = linesOfKey(this.artifact, this.owner.link?.key);
     const colors = new Map();
-    if (this.owner.settings.colorLines || this.owner.focus.size) {
-      this.artifact.src_lines.forEach((user, i) => {
-        if (user && (this.owner.settings.colorLines || this.owner.focus.has(user))) colors.set(i + 1, user);
-      });
-    }
-    markLines(this.viewer, colors, this.owner.focus);
-    if (scroll && this.owner.focus.size) {
-      const index = this.artifact.src_lines.findIndex((l) => this.owner.focus.has(l));
-      if (index >= 0) scrollToLine(this.viewer, index + 1);
-    }
+    this.artifact.src_lines.forEach((user, i) => {
+      if (user && (this.owner.settings.colorLines || focused.has(i + 1))) colors.set(i + 1, user);
+    });
+    markLines(this.viewer, colors, focused, linked);
+    const target = Math.min(...(linked.size ? linked : focused));
+    if (scroll && Number.isFinite(target)) scrollToLine(this.viewer, target);
   }
 
   text() {
