@@ -100,3 +100,43 @@ def test_preview_kernels_stage_shows_triton_sources_and_the_cuda_module(compile_
     assert "triton_heuristics" in module["text"] and "empty_strided_cuda" in module["text"]
     (launch,) = lines_with(module, f"{kernel['name']}.run(")
     assert sorted(user_lines(module, launch)) == [4, 5, 6, 7]
+
+
+def click_line(page, pane: int, index: int, text: str) -> None:
+    """Scroll a pane's viewer to its 0-based line `index` (CodeMirror renders only the lines in
+    view) and click that line."""
+    scroller = f".pane[data-index='{pane}'] .cm-scroller"
+    page.evaluate("""([sel, index]) => {
+        const scroller = document.querySelector(sel);
+        const height = scroller.querySelector('.cm-line').getBoundingClientRect().height;
+        scroller.scrollTop = Math.max(0, index * height - 100); }""", [scroller, index])
+    page.locator(f"{scroller} .cm-line").filter(has_text=text.strip()).first.click()
+
+
+def test_clicking_a_ptx_line_selects_its_user_line_and_links_the_other_panes(
+        browser, live_server, preview_job, compile_):
+    ptx = compile_["stages"]["triton_ptx"]
+    lines = ptx["text"].split("\n")
+    index = next(i for i, line in enumerate(lines) if user_lines(ptx, i) == [5]
+                 and lines.count(line) == 1 and ".loc" not in line)
+    context = browser.new_context(viewport={"width": 1600, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{live_server}/r/{preview_job['key']}")
+    page.wait_for_selector("body[data-ready]")
+    page.keyboard.press("Alt+Digit3")
+    for pane, stage in enumerate(("triton_ptx", "triton_ttir", "kernels")):
+        page.select_option(f".pane[data-index='{pane}'] .pane-stage", stage)
+    click_line(page, 0, index, lines[index])
+    page.wait_for_function("() => document.querySelector('#editor .cm-activeLine')"
+                           "?.textContent.includes('torch.cos(x)')")
+    linked = page.locator(".pane[data-index='1'] .cm-line.tb-link").all_inner_texts()
+    assert linked and any("math.cos" in text for text in linked), linked
+    kernel_lines = page.locator(".pane[data-index='2'] .cm-line.tb-link").all_inner_texts()
+    assert any("tl_math.cos" in text for text in kernel_lines), kernel_lines
+    assert page.locator(".pane[data-index='2'] .kernel-list .kernel-jump").count() == 1
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    page.screenshot(path=os.path.join(ARTIFACTS, "provenance_ptx_click.png"))
+    context.close()
+    assert not errors

@@ -242,4 +242,8 @@ class CaptureSession:
             logger.propagate = False  # keep the IR out of the user's stderr
         register_bytecode_hook(bytecode_hook(self))
         patch_backend_wrappers(self.record_graph)
-        line_owners.install(self.line_owners, self.record_ir_origins)
+        try:
+            line_owners.install(self.line_owners, self.record_ir_origins)
+        except (ImportError, AttributeError) as exc:  # an Inductor without these seams
+            self.writer.emit("stage_error", None, None, stage="line_owners",
+                             message=f"line-by-line provenance is off: {type(exc).__name__}: {exc}")

@@ -148,8 +148,7 @@ def install(owners: LineOwners, on_ir_dump) -> None:
 
     def record_line(self, line):
         writeline(self, line)
-        kernel, text = V.kernel, _line_text(line)
-        if _owners and text and isinstance(kernel, Kernel):
+        if _owners and (text := _line_text(line)) and isinstance(kernel := V.kernel, Kernel):
             owners.write(kernel, text, _owners[-1])
 
     def claiming(define_kernel, with_kernel: bool):
