@@ -24,6 +24,7 @@ from torch._guards import CompileContext
 
 from ..report.records import RecordWriter
 from ..report.trace_log import TraceConverter
+from . import line_owners
 from .views import node_table, trace_views
 
 IR_LOGGERS = {
@@ -52,15 +53,22 @@ class TraceHandler(logging.Handler):
             return
         # converted also while paused: the converter keeps the filenames later records name by id
         converted = self.converter.convert(metadata)
-        if converted is None or not self.session.recording:
+        if converted is None:
             return
         name, compile_id, meta = converted
+        # The kernels' line owners go with their output module, also those of a paused compile.
+        kernel_lines = (self.session.line_owners.take(self.session.user_file)
+                        if name == "inductor_output_code" else None)
+        if not self.session.recording:
+            return
         if name == "dynamo_start" and compile_id not in self.session.started:
             self.session.started.append(compile_id)  # a restarted analysis starts again
         if name == "inductor_output_code" and (meta.get("file_path") or meta.get("filename")):
             path = os.path.abspath(meta.get("file_path") or meta["filename"])
             self.session.output_modules[path] = compile_id
         self.session.writer.emit(name, compile_id, getattr(record, "payload", None), **meta)
+        if kernel_lines is not None:
+            self.session.writer.emit("kernel_lines", compile_id, None, kernels=kernel_lines)
 
 
 class IRHandler(logging.Handler):
@@ -141,6 +149,7 @@ class CaptureSession:
         self.started: list[str] = []
         self.codes: dict[str, object] = {}
         self.kernels_before: set[int] = set()  # ids of Triton kernels alive before the script
+        self.line_owners = line_owners.LineOwners()  # what each generated kernel line was for
         self._paused = False
 
     @contextlib.contextmanager
@@ -183,6 +192,12 @@ class CaptureSession:
                 else:
                     self.writer.emit(stage, compile_id, text_or_error)
 
+    def record_ir_origins(self, stage: str, nodes) -> None:
+        """The origin FX nodes of each scheduler node of a loop IR dump (`ir_pre_fusion` ...)."""
+        if self.recording:
+            self.writer.emit("ir_origins", current_compile_id(), None, stage=stage,
+                             ops=line_owners.scheduler_origins(nodes, self.user_file))
+
     def attach(self) -> None:
         """Attach every capture hook. Call once per process, after `config.configure_job`,
         before the script runs."""
@@ -198,3 +213,8 @@ class CaptureSession:
             logger.propagate = False  # keep the IR out of the user's stderr
         register_bytecode_hook(bytecode_hook(self))
         patch_backend_wrappers(self.record_graph)
+        try:
+            line_owners.install(self.line_owners, self.record_ir_origins)
+        except (ImportError, AttributeError) as exc:  # an Inductor without these seams
+            self.writer.emit("stage_error", None, None, stage="line_owners",
+                             message=f"line-by-line provenance is off: {type(exc).__name__}: {exc}")

@@ -9,7 +9,8 @@ import {
 import { shortPaths } from "./paths.js";
 
 const PALETTE_SIZE = 8;
-const setLineMarks = StateEffect.define(); // {colors: Map(line -> user line), focus: Set(line)}
+// {colors: Map(line -> user line), focused: Set(line), linked: Set(line)}: document lines.
+const setLineMarks = StateEffect.define();
 
 // Line decorations: `colors` maps a document line to the user line it stands for.
 const lineMarks = StateField.define({
@@ -23,13 +24,13 @@ const lineMarks = StateField.define({
   provide: (field) => EditorView.decorations.from(field),
 });
 
-function buildMarks(doc, { colors, focus }) {
+function buildMarks(doc, { colors, focused, linked }) {
   const ranges = [];
   for (let n = 1; n <= doc.lines; n++) {
     const user = colors.get(n);
-    if (user == null) continue;
-    const cls = `tb-src tb-src-${user % PALETTE_SIZE}` + (focus.has(user) ? " tb-focus" : "");
-    ranges.push(Decoration.line({ class: cls }).range(doc.line(n).from));
+    const classes = [user != null ? `tb-src tb-src-${user % PALETTE_SIZE}` : "",
+                     focused.has(n) ? "tb-focus" : "", linked.has(n) ? "tb-link" : ""].join(" ").trim();
+    if (classes) ranges.push(Decoration.line({ class: classes }).range(doc.line(n).from));
   }
   return Decoration.set(ranges);
 }
@@ -87,13 +88,14 @@ export function setTheme(view, dark) {
   view.dispatch({ effects: themeFor(view).reconfigure(dark ? oneDark : []) });
 }
 
-export function markLines(view, colors, focus = new Set()) {
-  view.dispatch({ effects: setLineMarks.of({ colors, focus }) });
+// `colors`: Map(document line -> user line); `focused`, `linked`: Sets of document lines.
+export function markLines(view, colors, focused = new Set(), linked = new Set()) {
+  view.dispatch({ effects: setLineMarks.of({ colors, focused, linked }) });
 }
 
-export function scrollToLine(view, line) {
+export function scrollToLine(view, line, y = "center") {
   if (line < 1 || line > view.state.doc.lines) return;
-  view.dispatch({ effects: EditorView.scrollIntoView(view.state.doc.line(line).from, { y: "center" }) });
+  view.dispatch({ effects: EditorView.scrollIntoView(view.state.doc.line(line).from, { y }) });
 }
 
 // The user's editor. `onRun` on Ctrl/Cmd+Enter; `onCursorLine(line)` as the cursor moves.

@@ -55,7 +55,7 @@ const lessons = new Lessons($("#lesson"), $("#gallery-menu"), boot, {
 
 function recolorEditor() {
   const lines = settings.colorLines ? panes.userLines() : new Set();
-  markLines(editor, new Map([...lines].map((l) => [l, l])), new Set(cursorLine ? [cursorLine] : []));
+  markLines(editor, new Map([...lines].map((l) => [l, l])), new Set(cursorLine ? [cursorLine] : [])); // user line = doc line
 }
 
 // ---------------------------------------------------------------- results

@@ -6,6 +6,8 @@ import { createViewer, markLines, markRows, scrollToLine, setTheme } from "./edi
 import { renderGraph } from "./graph.js";
 import { failedGuards, renderGuards } from "./guards.js";
 import { applyDiffs, compareWithPrevious, diffSelect, previousOf, renderDiffSelect } from "./compare.js";
+import { renderKernelList } from "./kernels.js";
+import { kernelKeyOf, linesOfKey, linesOfUsers, userLinesOf } from "./linking.js";
 import { renderTimings } from "./timings.js";
 import { entryLabel, pickable, programStage } from "./programs.js";
 import { artifactFor, filename, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
@@ -19,6 +21,7 @@ export class Panes {
     this.result = null;
     this.key = null;
     this.focus = new Set();
+    this.link = null; // {key, user, pane}: a pane line was clicked; others show its kernel line
     this.dark = settings.theme === "dark";
     this.panes = [];
     this.build();
@@ -56,8 +59,19 @@ export class Panes {
   }
 
   focusUserLine(line) {
+    if (this.link?.user !== line) this.link = null; // the editor's cursor moved elsewhere
     this.focus = new Set(line ? [line] : []);
     for (const pane of this.panes) pane.applyMarks(true);
+  }
+
+  // A line of a pane was clicked: its user line is focused (and selected in the editor), and
+  // the other panes scroll to their lines of the same kernel source line (TTIR <-> PTX <-> SASS).
+  selectPaneLine(pane, line) {
+    const user = userLinesOf(pane.artifact, line)[0] ?? null;
+    this.link = { key: kernelKeyOf(pane.artifact, line), user, pane };
+    this.focus = new Set(user ? [user] : []);
+    for (const other of this.panes) other.applyMarks(other !== pane);
+    if (user) this.onUserLine(user);
   }
 
   setTheme(dark) {
@@ -83,7 +97,9 @@ export class Panes {
   userLines() {
     const lines = new Set();
     for (const pane of this.panes) {
-      if (pane.viewer && pane.artifact) pane.artifact.src_lines.forEach((l) => l && lines.add(l));
+      if (!pane.viewer || !pane.artifact) continue;
+      pane.artifact.src_lines.forEach((l) => l && lines.add(l));
+      Object.values(pane.artifact.src_more ?? {}).forEach((more) => more.forEach((l) => lines.add(l)));
     }
     return lines;
   }
@@ -170,13 +186,18 @@ class Pane {
                                     failedGuards(this.owner.result, compile.id)));
     } else {
       const python = view === "python";
-      this.viewer = createViewer(this.body, {
+      let host = this.body;
+      if (this.artifact.kernels) {
+        host = h("div", { class: "kernel-code" });
+        this.body.classList.add("with-list");
+        this.body.append(renderKernelList(this.artifact.kernels, {
+          onJump: (line) => this.viewer && scrollToLine(this.viewer, line, "start"),
+          onUserLine: this.owner.onUserLine }), host);
+      }
+      this.viewer = createViewer(host, {
         text: python ? this.artifact.source : this.artifact.text,
         lang: python ? "python" : this.artifact.language,
-        onLineClick: (line) => {
-          const user = this.viewer && !python ? this.artifact.src_lines[line - 1] : null;
-          if (user) this.owner.onUserLine(user);
-        },
+        onLineClick: (line) => { if (this.viewer && !python) this.owner.selectPaneLine(this, line); },
       });
       this.python = python;
       this.applyTheme();
@@ -231,17 +252,15 @@ class Pane {
 
   applyMarks(scroll) {
     if (!this.viewer || this.python) return;
+    const focused = linesOfUsers(this.artifact, this.owner.focus);
+    const linked = linesOfKey(this.artifact, this.owner.link?.key);
     const colors = new Map();
-    if (this.owner.settings.colorLines || this.owner.focus.size) {
-      this.artifact.src_lines.forEach((user, i) => {
-        if (user && (this.owner.settings.colorLines || this.owner.focus.has(user))) colors.set(i + 1, user);
-      });
-    }
-    markLines(this.viewer, colors, this.owner.focus);
-    if (scroll && this.owner.focus.size) {
-      const index = this.artifact.src_lines.findIndex((l) => this.owner.focus.has(l));
-      if (index >= 0) scrollToLine(this.viewer, index + 1);
-    }
+    this.artifact.src_lines.forEach((user, i) => {
+      if (user && (this.owner.settings.colorLines || focused.has(i + 1))) colors.set(i + 1, user);
+    });
+    markLines(this.viewer, colors, focused, linked);
+    const target = Math.min(...(linked.size ? linked : focused));
+    if (scroll && Number.isFinite(target)) scrollToLine(this.viewer, target);
   }
 
   text() {

@@ -13,6 +13,7 @@ import re
 # FX codegen writes `# File: /path/x.py:14 in f, code: y = ...` above the nodes of each line.
 FX_FILE_COMMENT = re.compile(r"#\s*File: (?P<file>.+?):(?P<line>\d+) in ")
 TRACEBACK_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
 
 
 def artifact(stage: str, compile_id: str | None, title: str, language: str, text: str,
@@ -21,6 +22,18 @@ def artifact(stage: str, compile_id: str | None, title: str, language: str, text
     lines = text.count("\n") + 1
     return {"stage": stage, "compile_id": compile_id, "title": title, "language": language,
             "text": text, "src_lines": src_lines or [None] * lines, "sections": sections or []}
+
+
+def graph_label(code: str, index: int) -> str:
+    """forward / backward / inference: an output module's `# AOT ID: ['0_forward']` header."""
+    match = AOT_ID.search(code or "")
+    return match["kind"] if match else f"graph {index}"
+
+
+def graph_labels(compile_records) -> list[str]:
+    """The label of each output module of a compile, in compile order."""
+    return [graph_label(r["payload"], i)
+            for i, r in enumerate(compile_records.all("inductor_output_code"))]
 
 
 def is_user_file(path: str, user_file: str) -> bool:

@@ -2,14 +2,18 @@
 
 Inductor compiles each AOT graph separately (forward, backward, or inference), so a compile id can
 hold several of each; they are joined into one text with a labelled section per graph. The label
-comes from the `# AOT ID: ['0_forward']` header of the matching output module.
+comes from the `# AOT ID: ['0_forward']` header of the matching output module. The loop IR's lines
+map to the user lines of each op's origin nodes (`ir_origins` records); the output module's
+kernels line by line and its launches to theirs (`compiler_core.report.provenance`).
 """
 
 from __future__ import annotations
 
-import re
+import json
 
-from .common import artifact, fx_src_lines, join_sections
+from .. import provenance
+from .common import artifact, fx_src_lines, graph_labels, join_sections, user_lines
+from .kernels import module_kernels
 from .spec import Stage
 
 SPECS = (
@@ -22,16 +26,35 @@ SPECS = (
     Stage("output_code", "Generated code", "Generated code (Inductor output module)", "python",
           records=("inductor_output_code",)),
 )
-AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
 
 
-def graph_labels(compile_records) -> list[str]:
-    """forward / backward / inference, one per output module, in compile order."""
-    labels = []
-    for record in compile_records.all("inductor_output_code"):
-        match = AOT_ID.search(record["payload"] or "")
-        labels.append(match["kind"] if match else f"graph {len(labels)}")
-    return labels
+def ir_line_map(compile_records, stage: str, texts: list[str]) -> list[list]:
+    """Per graph: each IR line's user lines, from the origins of the op it belongs to."""
+    origins = [r["meta"]["ops"] for r in compile_records.all("ir_origins")
+               if r["meta"]["stage"] == stage]
+    return [provenance.ir_lines(text, origins[i] if i < len(origins) else {})
+            for i, text in enumerate(texts)]
+
+
+def module_map(code: str, kernels: list[dict], stacks: dict, user_file: str) -> tuple:
+    """One output module's per-line user lines and kernel_src keys."""
+    by_name = {k["name"]: {"map": provenance.unpack(k), "lines": k["lines"], "label": k["label"]}
+               for k in kernels if k["source"]}
+    stack_lines = {key: sorted(set(user_lines("".join(traces), user_file)))
+                   for key, traces in stacks.items()}
+    return provenance.module_lines(code, by_name, stack_lines)
+
+
+def output_code_map(compile_records, texts: list[str]) -> tuple[list, list]:
+    maps, keys = [], []
+    for index, text in enumerate(texts):
+        stacks = compile_records.all("inductor_provenance_tracking_kernel_stack_traces")
+        stack = json.loads(stacks[index]["payload"]) if index < len(stacks) else {}
+        per_line, line_keys = module_map(text, module_kernels(compile_records, index), stack,
+                                         compile_records.user_file)
+        maps.append(per_line)
+        keys.append(line_keys)
+    return maps, keys
 
 
 def extract(compile_records) -> dict:
@@ -44,7 +67,15 @@ def extract(compile_records) -> dict:
             continue
         parts = [(labels[i] if i < len(labels) else f"graph {i}", t) for i, t in enumerate(texts)]
         text, sections = join_sections(parts)
-        src_lines = fx_src_lines(text, compile_records.user_file) if language == "python" else None
         out[stage] = artifact(stage, compile_records.compile_id, title, language, text,
-                              src_lines, sections)
+                              sections=sections)
+        if stage == "post_grad_graph":
+            out[stage]["src_lines"] = fx_src_lines(text, compile_records.user_file)
+        elif stage == "output_code":
+            maps, keys = output_code_map(compile_records, texts)
+            provenance.attach(out[stage], provenance.place(maps, sections, []),
+                              provenance.place(keys, sections, None))
+        else:
+            provenance.attach(out[stage], provenance.place(
+                ir_line_map(compile_records, stage, texts), sections, []))
     return out

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import re
 
-from .common import user_lines
-from .inductor import graph_labels
+from .. import provenance
+from .common import graph_label, user_lines
 from .spec import Stage
 
 # A compile's `kernels` list; the page shows it as one text, each kernel with its nodes.
@@ -40,11 +40,17 @@ def parse_kernels(code: str) -> list[dict]:
     return kernels
 
 
+def _nth(compile_records, name: str, index: int):
+    """The index-th record of `name` of a compile: one per output module, in module order."""
+    records = compile_records.all(name)
+    return records[index] if index < len(records) else None
+
+
 def _provenance(compile_records, index: int) -> tuple[dict, dict]:
     """The index-th node mapping and kernel stack traces (one per output module)."""
     def nth(name):
-        records = compile_records.all(name)
-        return json.loads(records[index]["payload"]) if index < len(records) else {}
+        record = _nth(compile_records, name, index)
+        return json.loads(record["payload"]) if record else {}
     return (nth("inductor_provenance_tracking_node_mappings"),
             nth("inductor_provenance_tracking_kernel_stack_traces"))
 
@@ -53,21 +59,50 @@ def _keys_for(name: str, mapping: dict) -> list[str]:
     return [key for key in mapping if key.rsplit(":", 1)[0] == name]
 
 
+def label(name: str, graph: str | None) -> str:
+    """How stages name a kernel: its name, and "(backward)" for a backward graph's."""
+    return f"{name} (backward)" if graph == "backward" else name
+
+
+def describe(kernel: dict, graph: str, mapping: dict, stacks: dict, owners: dict,
+             user_file: str) -> dict:
+    """A kernel with its nodes and user lines (Inductor's provenance), and the user lines of
+    each line of its source (`provenance.source_lines`)."""
+    code_to_post = mapping.get("cppCodeToPost", {})
+    post_to_pre = mapping.get("postToPre", {})
+    keys = _keys_for(kernel["name"], code_to_post)
+    nodes = list(dict.fromkeys(n for k in keys for n in code_to_post[k]))
+    traces = "".join(t for k in _keys_for(kernel["name"], stacks) for t in stacks[k])
+    lines = sorted(set(user_lines(traces, user_file)))
+    per_line = provenance.source_lines(kernel["source"], owners.get(kernel["name"], {}), lines)
+    return {**kernel, "graph": graph, "label": label(kernel["name"], graph), "nodes": nodes,
+            "dynamo_nodes": list(dict.fromkeys(p for n in nodes for p in post_to_pre.get(n, []))),
+            "lines": lines, **provenance.line_fields(per_line)}
+
+
+def module_kernels(compile_records, index: int) -> list[dict]:
+    """The kernels of the index-th output module of a compile."""
+    record = compile_records.all("inductor_output_code")[index]
+    mapping, stacks = _provenance(compile_records, index)
+    owners = _nth(compile_records, "kernel_lines", index)
+    graph = graph_label(record["payload"], index)
+    return [describe(kernel, graph, mapping, stacks, owners["meta"]["kernels"] if owners else {},
+                     compile_records.user_file)
+            for kernel in parse_kernels(record["payload"] or "")]
+
+
 def extract_kernels(compile_records) -> list[dict]:
-    labels = graph_labels(compile_records)
-    kernels = []
-    for index, record in enumerate(compile_records.all("inductor_output_code")):
-        mapping, stacks = _provenance(compile_records, index)
-        code_to_post = mapping.get("cppCodeToPost", {})
-        post_to_pre = mapping.get("postToPre", {})
-        for kernel in parse_kernels(record["payload"] or ""):
-            keys = _keys_for(kernel["name"], code_to_post)
-            nodes = list(dict.fromkeys(n for k in keys for n in code_to_post[k]))
-            traces = "".join(t for k in _keys_for(kernel["name"], stacks) for t in stacks[k])
-            lines = sorted(set(user_lines(traces, compile_records.user_file)))
-            kernel.update(graph=labels[index], nodes=nodes,
-                          dynamo_nodes=list(dict.fromkeys(p for n in nodes
-                                                          for p in post_to_pre.get(n, []))),
-                          lines=lines)
-            kernels.append(kernel)
-    return kernels
+    return [kernel for index in range(len(compile_records.all("inductor_output_code")))
+            for kernel in module_kernels(compile_records, index)]
+
+
+def preview_kernels(preview: dict, user_file: str) -> list[dict]:
+    """The GPU preview's Triton kernels (see `runtime.gpu.preview`), described as above from the
+    preview's own provenance and line owners."""
+    graph = graph_label(preview["output_code"], 0)
+    recorded = preview.get("provenance") or {}
+    mapping, stacks = recorded.get("node_mappings", {}), recorded.get("stacks", {})
+    owners = {k["name"]: k.get("owners", {}) for k in preview["kernels"]}
+    parsed = {k["name"]: k for k in parse_kernels(preview["output_code"])}
+    return [describe(parsed[k["name"]], graph, mapping, stacks, owners, user_file)
+            for k in preview["kernels"] if k["name"] in parsed]

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 
+from .. import provenance
 from .common import artifact, join_sections
-from .inductor import graph_labels
+from .inductor import graph_labels, module_map
+from .kernels import extract_kernels, label, preview_kernels
 from .spec import Stage
 
 # Kernels that ran on the job's GPU, or the GPU preview's, announce the first of these stages.
@@ -27,34 +29,55 @@ SPECS = tuple(
 
 
 def _label(kernel: dict) -> str:
-    return f"{kernel['name']} (backward)" if kernel.get("is_backward") else kernel["name"]
+    return label(kernel["name"], "backward" if kernel.get("is_backward") else None)
 
 
-def _kernels(compile_records) -> tuple[list[dict], dict | None]:
-    """The kernels that ran here, else the previewed ones with the preview's record."""
+def _kernels(compile_records) -> tuple[list[dict], dict | None, dict]:
+    """The kernels that ran here, else the previewed ones with the preview's record; and the
+    kernels' sources with their user lines, by label."""
     ran = [r["meta"] for r in compile_records.all("triton_kernel")]
     if ran:
-        return ran, None
+        described = extract_kernels(compile_records)
+        return ran, None, {k["label"]: k for k in described}
     preview = compile_records.first("gpu_preview")
-    return (preview["meta"]["kernels"], preview["meta"]) if preview else ([], None)
+    if not preview:
+        return [], None, {}
+    described = preview_kernels(preview["meta"], compile_records.user_file)
+    return preview["meta"]["kernels"], preview["meta"], {k["label"]: k for k in described}
+
+
+def lowerings(kernels: list[dict], described: dict) -> list[dict]:
+    """{stage suffix: (per-line user lines, kernel_src keys)} of each kernel."""
+    out = []
+    for kernel in kernels:
+        source = described.get(_label(kernel))
+        out.append(provenance.lowering_lines({**kernel, "source": source["source"]},
+                                             provenance.unpack(source), _label(kernel))
+                   if source else {})
+    return out
 
 
 def extract(compile_records) -> dict:
-    kernels, preview = _kernels(compile_records)
+    kernels, preview, described = _kernels(compile_records)
+    mapped = lowerings(kernels, described)
     out = {}
     for spec in SPECS:
         stage, title, language = spec.name, spec.title, spec.language
         suffix = stage.removeprefix("triton_")
-        parts = [(_label(k), k["stages"][suffix]) for k in kernels if k["stages"].get(suffix)]
-        if not parts:
+        present = [(k, m.get(suffix, ([], []))) for k, m in zip(kernels, mapped)
+                   if k["stages"].get(suffix)]
+        if not present:
             continue
+        parts = [(_label(k), k["stages"][suffix]) for k, _ in present]
         if preview:
             title = f"{title} - preview for {preview['device']}"
         text, sections = join_sections(parts)
-        if not sections:  # one kernel: still name it
-            sections = [{"label": parts[0][0], "line": 0}]
         out[stage] = artifact(stage, compile_records.compile_id, title, language, text,
                               sections=sections)
+        provenance.attach(out[stage], provenance.place([m[0] for _, m in present], sections, []),
+                          provenance.place([m[1] for _, m in present], sections, None))
+        if not sections:  # one kernel: still name it
+            out[stage]["sections"] = [{"label": parts[0][0], "line": 0}]
         out[stage]["preview"] = preview["device"] if preview else None
     return out
 
@@ -88,12 +111,29 @@ def annotate(kernels: list[dict], compile_records) -> None:
                           flop=info.get("flop"), autotune=autotuned.get(_key(info), []))
 
 
+RECORD_ONLY = ("stages", "owners", "sass_lines")  # what the preview's stages were built from
+
+
+def preview_fields(compile_records, meta: dict) -> dict:
+    """The GPU preview as the page shows it: its kernels like a compile's (nodes, user lines of
+    each source line) with their launch metadata, and its output module as an artifact."""
+    described = {k["name"]: k for k in preview_kernels(meta, compile_records.user_file)}
+    kernels = [{**described.get(k["name"], {}),
+                **{key: v for key, v in k.items() if key not in RECORD_ONLY}}
+               for k in meta["kernels"]]
+    module = artifact("output_code", compile_records.compile_id,
+                      f"Generated code - preview for {meta['device']}", "python",
+                      meta["output_code"])
+    stacks = (meta.get("provenance") or {}).get("stacks", {})
+    per_line, keys = module_map(meta["output_code"], list(described.values()), stacks,
+                                compile_records.user_file)
+    provenance.attach(module, per_line, keys)
+    return {**{k: v for k, v in meta.items() if k not in ("kernels", "provenance")},
+            "kernels": kernels, "module": module}
+
+
 def compile_fields(compile_records) -> dict:
     """`autotuning` (max-autotune template choices) and `gpu_preview` of one compile."""
     preview = compile_records.first("gpu_preview")
-    if preview is not None:
-        preview = {**preview["meta"], "kernels": [
-            {k: v for k, v in kernel.items() if k != "stages"}
-            for kernel in preview["meta"]["kernels"]]}
     return {"autotuning": [r["meta"] for r in compile_records.all("autotune_choices")],
-            "gpu_preview": preview}
+            "gpu_preview": preview_fields(compile_records, preview["meta"]) if preview else None}

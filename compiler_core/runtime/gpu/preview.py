@@ -111,9 +111,20 @@ def _clear_device_caches() -> None:
     DeviceProperties.create.cache_clear()
 
 
+def kernel_provenance() -> dict:
+    """Inductor's provenance of the kernels of the graph being compiled: kernel -> post-grad
+    nodes and kernel -> stack traces, keyed `NAME:N` (what the provenance artifacts of a recorded
+    compile carry; the preview's compile records no trace)."""
+    from torch._inductor import debug
+    return {"node_mappings": {"cppCodeToPost": dict(
+                debug._inductor_triton_kernel_to_post_grad_node_info)},
+            "stacks": dict(debug._inductor_kernel_stack_trace)}
+
+
 @contextlib.contextmanager
-def virtual_h200(saved_code: list[str]):
-    """Inductor generates CUDA code for a virtual H200; output modules go to `saved_code`."""
+def virtual_h200(saved: list[dict]):
+    """Inductor generates CUDA code for a virtual H200; each output module goes to `saved` as
+    `{"code", "provenance"}` (its `kernel_provenance()`)."""
     from torch._dynamo import device_interface
     from torch._inductor.fx_passes import misc_patterns
     from torch._inductor.graph import GraphLowering
@@ -121,7 +132,7 @@ def virtual_h200(saved_code: list[str]):
     from triton.runtime.driver import driver
 
     def save_output_code(code: str) -> None:
-        saved_code.append(code)
+        saved.append({"code": code, "provenance": kernel_provenance()})
         raise _Generated()
 
     interface = _virtual_interface()
@@ -175,7 +186,7 @@ def cuda_graph(gm, example_inputs, mode: FakeTensorMode):
     return gm, [_fake_cuda(x, mode) for x in example_inputs]
 
 
-def generate(gm, example_inputs, saved: list[str]) -> None:
+def generate(gm, example_inputs, saved: list[dict]) -> None:
     """Inductor's CUDA output modules for one Dynamo graph (inference) into `saved`; call it
     inside `virtual_h200(saved)`."""
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
@@ -204,25 +215,29 @@ def compile_kernel(name: str, source: str) -> dict:
     return kernel_record(autotuner, config, folder, {"candidates": candidates})
 
 
-def preview_graph(gm, example_inputs) -> dict:
-    """The preview of one graph: output code, kernels with their stages, and notes."""
-    codes: list[str] = []
+def preview_graph(gm, example_inputs, session: CaptureSession) -> dict:
+    """The preview of one graph: output code, kernels with their stages and the owners of their
+    lines (`runtime.line_owners`), Inductor's provenance of them, and notes."""
+    saved: list = []
     notes, kernels = [], []
     if any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
         notes.append("Compiled as under torch.no_grad (forward only): a CPU-only PyTorch cannot "
                      "run autograd on CUDA tensors, even fake ones, so the backward is not shown.")
-    with virtual_h200(codes), torch.no_grad():
-        generate(gm, example_inputs, codes)
+    with virtual_h200(saved), torch.no_grad():
+        generate(gm, example_inputs, saved)
+        codes = [module["code"] for module in saved]
+        owners = session.line_owners.take(session.user_file)
         for kernel in (k for code in codes for k in parse_kernels(code) if k["kind"] == "triton"):
             record = compile_kernel(kernel["name"], kernel["source"])
-            kernels.append({**record, "source": kernel["source"]})
+            kernels.append({**record, "source": kernel["source"],
+                            "owners": owners.get(kernel["name"], {})})
             candidates = record["launch"]["candidates"]
             if candidates > 1:
                 notes.append(f"{kernel['name']}: {candidates} candidate configs; on a GPU "
                              "Inductor benchmarks them at the first call and keeps the fastest; "
                              "the first is shown.")
     return {"device": TARGET, "output_code": "\n\n".join(codes), "kernels": kernels,
-            "notes": notes}
+            "provenance": saved[0]["provenance"] if saved else {}, "notes": notes}
 
 
 def preview(session: CaptureSession) -> None:
@@ -231,7 +246,7 @@ def preview(session: CaptureSession) -> None:
     for compile_id, gm, example_inputs in session.graphs:
         try:
             with session.paused():
-                result = preview_graph(gm, example_inputs)
+                result = preview_graph(gm, example_inputs, session)
         except Exception as exc:  # one graph's preview failing costs that preview only
             session.writer.emit("stage_error", compile_id, None, stage="gpu_preview",
                                 message=f"{type(exc).__name__}: {str(exc)[:2000]}")

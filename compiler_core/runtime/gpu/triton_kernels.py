@@ -27,6 +27,8 @@ from ..capture import CaptureSession, current_compile_id
 
 IR_SUFFIXES = ("source", "ttir", "ttgir", "llir", "ptx")
 SASS_ENCODING = re.compile(r"\s*/\*\s*0x[0-9a-f]{16}\s*\*/")
+SASS_ADDRESS = re.compile(r"/\*(?P<address>[0-9a-f]{4,})\*/")
+SASS_FILE_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 RESOURCE_USAGE = re.compile(r"REG:(?P<regs>\d+) STACK:(?P<stack>\d+) SHARED:(?P<shared>\d+) "
                             r"LOCAL:(?P<local>\d+)")
 
@@ -50,26 +52,49 @@ def config_dict(config) -> dict:
     return out
 
 
-def _cuobjdump() -> str | None:
+def _cuda_tool(name: str) -> str | None:
     import triton
-    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-    return bundled if os.path.exists(bundled) else shutil.which("cuobjdump")
+    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
+    return bundled if os.path.exists(bundled) else shutil.which(name)
 
 
-def sass_and_resources(cubin_path: str) -> tuple[str | None, dict]:
-    """SASS without the encoding comments, and the resource usage `cuobjdump` reports (the two
-    runs at once)."""
-    tool = _cuobjdump()
-    if tool is None or not os.path.exists(cubin_path):
-        return None, {}
-    runs = [subprocess.Popen([tool, flag, cubin_path], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
-            for flag in ("-sass", "--dump-resource-usage")]
-    sass, usage_text = (run.communicate(timeout=60)[0] for run in runs)
+def sass_line_table(listing: str) -> dict[str, int]:
+    """SASS address -> line of the kernel's file, from `nvdisasm -gi`'s line table: a `//## File
+    "F", line N [inlined at "G", line M ...]` comment applies to the instructions after it; an
+    inlined line is taken where it was inlined in the function's own file (the first named)."""
+    table, current, function_file = {}, None, None
+    for line in listing.splitlines():
+        if "//##" in line:
+            places = SASS_FILE_LINE.findall(line)
+            function_file = function_file or places[0][0]
+            own = [int(n) for f, n in places if f == function_file]
+            current = own[-1] if own else None
+        elif (address := SASS_ADDRESS.search(line)) and current:
+            table[address["address"]] = current
+    return table
+
+
+def sass_and_resources(cubin_path: str) -> tuple[str | None, dict, list]:
+    """SASS without the encoding comments, the resource usage `cuobjdump` reports, and each SASS
+    line's line of the kernel's file from nvdisasm's line table (Triton's cubins carry
+    `-lineinfo`; null where the table has none). The three runs at once."""
+    tools = [_cuda_tool("cuobjdump"), _cuda_tool("nvdisasm")]
+    if tools[0] is None or not os.path.exists(cubin_path):
+        return None, {}, []
+    commands = [[tools[0], "-sass", cubin_path], [tools[0], "--dump-resource-usage", cubin_path]]
+    if tools[1]:
+        commands.append([tools[1], "-gi", "-c", cubin_path])
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True) for command in commands]
+    sass, usage_text, listing = [*(run.communicate(timeout=60)[0] for run in runs), ""][:3]
     usage = RESOURCE_USAGE.search(usage_text)
     lines = [SASS_ENCODING.sub("", line).rstrip() for line in sass.splitlines()]
+    lines = [line for line in lines if line.strip()]
+    table = sass_line_table(listing)
     resources = {k: int(v) for k, v in usage.groupdict().items()} if usage else {}
-    return "\n".join(line for line in lines if line.strip()), resources
+    located = [table.get(m["address"]) if (m := SASS_ADDRESS.search(line)) else None
+               for line in lines]
+    return "\n".join(lines), resources, located
 
 
 def cache_index() -> dict[str, str]:
@@ -95,10 +120,11 @@ def read_folder(folder: str, name: str) -> dict:
                 stages[suffix] = fh.read()
     with open(os.path.join(folder, f"{name}.json"), encoding="utf-8") as fh:
         metadata = json.load(fh)
-    sass, resources = sass_and_resources(os.path.join(folder, f"{name}.cubin"))
+    sass, resources, sass_lines = sass_and_resources(os.path.join(folder, f"{name}.cubin"))
     if sass:
         stages["sass"] = sass
-    return {"stages": stages, "metadata": metadata, "resources": resources}
+    return {"stages": stages, "metadata": metadata, "resources": resources,
+            "sass_lines": sass_lines}
 
 
 def grid_expr(autotuner, config) -> list[str] | None:
@@ -118,7 +144,8 @@ def kernel_record(autotuner, config, folder: str | None, observed: dict) -> dict
     (registers, spills, shared memory) and where it came from; it overrides the static figures.
     """
     name = autotuner.fn.__name__
-    info = read_folder(folder, name) if folder else {"stages": {}, "metadata": {}, "resources": {}}
+    info = read_folder(folder, name) if folder else {"stages": {}, "metadata": {}, "resources": {},
+                                                     "sass_lines": []}
     launch = {"config": config_dict(config), "grid": grid_expr(autotuner, config),
               "shared_bytes": info["metadata"].get("shared"),
               "registers": info["resources"].get("regs"),
@@ -126,6 +153,7 @@ def kernel_record(autotuner, config, folder: str | None, observed: dict) -> dict
               "target": info["metadata"].get("target")}
     launch.update({k: v for k, v in observed.items() if v is not None})
     return {"name": name, "launch": launch, "stages": info["stages"],
+            "sass_lines": info["sass_lines"],
             "num_gb": autotuner.inductor_meta.get("kernel_num_gb"),
             "flop": autotuner.inductor_meta.get("kernel_flop"),
             "is_backward": bool(getattr(autotuner, "is_backward", False))}
