@@ -1,30 +1,27 @@
-"""The graph view of one stage: nodes, edges and positions, ready for the browser to draw.
+"""The graph view of one stage: the items shown (nodes and collapsed module groups), the boxes of
+expanded groups, edges with their routes, positions, and the kernel overlays, ready to draw.
 
-Graphs past `COLLAPSE_OVER` nodes are shown collapsed by module unless the client asks
-otherwise: `collapse` is "auto", "off" or a module depth (1 = children of the root module).
+What is expanded is either given (`expand`: the exact set of group ids, as the page keeps it while
+the user opens and closes groups) or chosen by `collapse`: "auto" (a readable first view, see
+`ModuleTree.expansion`), "off" (every group open) or a module depth N (groups deeper than N
+stay closed). Nodes hidden inside closed groups are listed under `hidden`, so that a search finds
+them too.
 """
 
 from __future__ import annotations
 
+import json
+
+import networkx as nx
+
 from compiler_core import GRAPH_STAGES, graph_nodes
 
 from .errors import ApiError
-from .layout import DOT_MAX_NODES, build_graph, collapse, layout
+from .graphoverlay import kernel_table, kernels_by_node
+from .layout import Cluster, box_width, layout
+from .modulegroups import ModuleTree
 
-COLLAPSE_OVER = 1500
-FIELDS = ("id", "name", "op", "target", "shape", "dtype", "line", "module", "graph")
-
-
-def module_depth(nodes: list[dict]) -> int:
-    return max((n["module"].count(".") for n in nodes if n.get("module")), default=0)
-
-
-def choose_depth(graph, deepest: int) -> int | None:
-    """The deepest module cut that brings the graph under the `dot` limit."""
-    for depth in range(deepest, 0, -1):
-        if collapse(graph, depth).number_of_nodes() <= DOT_MAX_NODES:
-            return depth
-    return 1 if deepest else None
+NODE_FIELDS = ("name", "op", "target", "shape", "dtype", "line", "module")
 
 
 def parse_collapse(text: str) -> str | int:
@@ -35,27 +32,80 @@ def parse_collapse(text: str) -> str | int:
     raise ApiError(400, "collapse must be 'auto', 'off' or a module depth from 1 to 99")
 
 
-def graph_view(artifact: dict, collapse_to: str | int = "auto") -> dict:
-    if artifact["stage"] not in GRAPH_STAGES:
-        raise ApiError(400, f"stage {artifact['stage']!r} has no graph view")
+def parse_expand(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    try:
+        ids = json.loads(text)
+    except ValueError:
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ApiError(400, "expand must be a JSON list of group ids")
+    return ids
+
+
+def _group_title(tree: ModuleTree, gid: str) -> str:
+    group = tree.groups[gid]
+    return f"{group.label} · {group.cls}"
+
+
+def _item(tree: ModuleTree, item: str, kernels: dict[str, list[int]]) -> dict:
+    """One shown item, without its position; None fields left out (a 5,000-node answer is big)."""
+    if item in tree.groups:
+        group = tree.groups[item]
+        return {"id": item, "kind": "group", "name": _group_title(tree, item),
+                "target": f"{group.size} node{'s' * (group.size != 1)}", "op": "module",
+                "module": group.path, "size": group.size,
+                "kernels": kernels.get(item, [])}
+    node = tree.nodes[item]
+    row = {"id": item, "kind": "node", **{k: node[k] for k in NODE_FIELDS if node.get(k) is not None}}
+    if kernels.get(item):
+        row["kernels"] = kernels[item]
+    return row
+
+
+def _clusters(tree: ModuleTree, expanded: set[str], shown: set[str]) -> list[Cluster]:
+    clusters = []
+    for gid in tree.open_groups(expanded):
+        members = [c for c in tree.groups[gid].children if c in shown]
+        clusters.append(Cluster(gid, _group_title(tree, gid), tree.groups[gid].parent, members))
+    return clusters
+
+
+def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "auto",
+               expand: list[str] | None = None) -> dict:
+    artifact = compiled["stages"].get(stage)
+    if artifact is None or stage not in GRAPH_STAGES:
+        raise ApiError(400, f"stage {stage!r} has no graph view")
     nodes = graph_nodes(artifact)
-    graph = build_graph(nodes)
-    deepest = module_depth(nodes)
-    depth = collapse_to
-    if collapse_to == "auto":
-        depth = choose_depth(graph, deepest) if len(nodes) > COLLAPSE_OVER else None
-    elif collapse_to == "off":
-        depth = None
-    if depth is not None:
-        graph = collapse(graph, depth)
-    positions, engine = layout(graph)
-    index = {node: i for i, node in enumerate(graph.nodes)}
+    tree = ModuleTree(nodes)
+    expanded = set(expand) & set(tree.groups) if expand is not None else tree.expansion(collapse)
+    items = tree.visible(expanded)
+    shown = set(items)
+    kernels = kernels_by_node(compiled, stage, nodes)
+    for node_id, found in list(kernels.items()):  # a group's kernels: its members'
+        for gid in tree.chain[node_id]:
+            kernels[gid] = sorted({*kernels.get(gid, []), *found})
+    rows = [_item(tree, item, kernels) for item in items]
+    graph = nx.DiGraph()
+    graph.add_nodes_from(items)
+    graph.add_edges_from(tree.edges(expanded))
+    widths = {row["id"]: box_width([row["name"], row.get("target") or ""]) for row in rows}
+    done = layout(graph, widths, _clusters(tree, expanded, shown))
+    for row in rows:
+        (x, y), (w, h) = done.positions[row["id"]], done.sizes[row["id"]]
+        row.update(x=round(x, 1), y=round(y, 1), w=round(w, 1), h=round(h, 1))
+    index = {item: i for i, item in enumerate(items)}
     return {
-        "ok": True, "stage": artifact["stage"], "compile_id": artifact["compile_id"],
-        "engine": engine, "total_nodes": len(nodes), "collapsed_depth": depth,
-        "module_depth": deepest,
-        "nodes": [{**{k: attrs.get(k) for k in FIELDS}, "size": attrs.get("size", 1),
-                   "x": round(positions[node][0], 3), "y": round(positions[node][1], 3)}
-                  for node, attrs in graph.nodes(data=True)],
-        "edges": [[index[a], index[b]] for a, b in graph.edges],
+        "ok": True, "stage": stage, "compile_id": compiled["id"], "engine": done.engine,
+        "total_nodes": len(nodes), "module_depth": max((g.depth for g in tree.groups.values()), default=0),
+        "groups_total": len(tree.groups), "expanded": sorted(expanded),
+        "nodes": rows,
+        "edges": [[index[a], index[b], done.routes.get((a, b))] for a, b in graph.edges],
+        "boxes": [{"id": gid, "label": _group_title(tree, gid), "depth": tree.groups[gid].depth,
+                   "box": [round(v, 1) for v in box]} for gid, box in done.boxes.items()],
+        "hidden": [{"id": n, "name": tree.nodes[n]["name"], "op": tree.nodes[n]["op"],
+                    "target": tree.nodes[n]["target"], "chain": tree.chain[n]}
+                   for n in tree.nodes if n not in shown],
+        "kernels": kernel_table(result, compiled),
     }

@@ -57,6 +57,17 @@ BLOCK = [  # (name, target, inputs as offsets into this block or "prev"/"res", m
 ]
 
 
+def module_stack(path: str | None) -> list[list[str]]:
+    """`L['self'].layers.3.mlp.0` -> its nn_module_stack as the engine records it: every
+    enclosing module, outermost first, as [path, class] (ModuleList, Block, Sequential, Linear)."""
+    if not path:
+        return []
+    parts = path.split(".")
+    classes = {1: "ModuleList", 2: "Block"}
+    return [[".".join(parts[:i + 1]), classes.get(i, "Sequential" if parts[i] == "mlp" else "Linear")]
+            for i in range(1, len(parts))]
+
+
 def transformer_nodes(count: int) -> list[dict]:
     """Dynamo-style node rows: `count` nodes of stacked blocks, then the output."""
     nodes = [{"name": "l_x_", "op": "placeholder", "target": "L_x_", "shape": ["8", "128", "512"],
@@ -72,6 +83,7 @@ def transformer_nodes(count: int) -> list[dict]:
                 "target": target, "shape": ["8", "128", "512"], "dtype": "float32",
                 "line": 31 + i // 4, "module": f"L['self'].layers.{layer}" + (f".{module}" if module else ""),
                 "inputs": [prev if x == "prev" else names[x] for x in inputs]})
+            nodes[-1]["modules"] = module_stack(nodes[-1]["module"])
         prev, layer = nodes[-1]["name"], layer + 1
     nodes.append({"name": "output", "op": "output", "target": "output", "shape": None,
                   "dtype": None, "line": None, "module": None, "inputs": [prev]})

@@ -25,9 +25,10 @@ export const api = {
   job: (id) => request("GET", `/api/jobs/${encodeURIComponent(id)}`),
   cancel: (id) => request("POST", `/api/jobs/${encodeURIComponent(id)}/cancel`),
   status: () => request("GET", "/api/status"),
-  graph: (key, compileId, stage, collapse) => request("GET",
+  graph: (key, compileId, stage, collapse, expanded = null) => request("GET",
     `/api/results/${encodeURIComponent(key)}/graph?` +
-    new URLSearchParams({ compile: compileId, stage, collapse })),
+    new URLSearchParams({ compile: compileId, stage, collapse,
+                          ...(expanded ? { expand: JSON.stringify(expanded) } : {}) })),
 };
 
 // Live progress of one job: its server-sent events, or, when the server refuses the stream (a

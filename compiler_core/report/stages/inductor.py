@@ -2,7 +2,8 @@
 
 Inductor compiles each AOT graph separately (forward, backward, or inference), so a compile id can
 hold several of each; they are joined into one text with a labelled section per graph. The label
-comes from the `# AOT ID: ['0_forward']` header of the matching output module.
+comes from the `# AOT ID: ['0_forward']` header of the matching output module. The post-grad
+graph also gets `modules`, each node's module stack by node id (as `report.fxgraph` names them).
 """
 
 from __future__ import annotations
@@ -34,17 +35,27 @@ def graph_labels(compile_records) -> list[str]:
     return labels
 
 
+def node_modules(records: list[dict], labels: list[str]) -> dict[str, list]:
+    """Node id -> module stack, from the table the capture attached to each post-grad graph."""
+    prefixes = [f"{label}:" if len(records) > 1 else "" for label in labels]
+    return {prefix + name: stack for prefix, record in zip(prefixes, records)
+            for name, stack in (record["meta"].get("modules") or {}).items()}
+
+
 def extract(compile_records) -> dict:
     labels = graph_labels(compile_records)
     out = {}
     for spec in SPECS:
         stage, title, language = spec.name, spec.title, spec.language
-        texts = [r["payload"] or "" for r in compile_records.all(spec.records[0])]
-        if not texts:
+        records = compile_records.all(spec.records[0])
+        if not records:
             continue
-        parts = [(labels[i] if i < len(labels) else f"graph {i}", t) for i, t in enumerate(texts)]
+        parts = [(labels[i] if i < len(labels) else f"graph {i}", r["payload"] or "")
+                 for i, r in enumerate(records)]
         text, sections = join_sections(parts)
         src_lines = fx_src_lines(text, compile_records.user_file) if language == "python" else None
         out[stage] = artifact(stage, compile_records.compile_id, title, language, text,
                               src_lines, sections)
+        if stage == "post_grad_graph":
+            out[stage]["modules"] = node_modules(records, [label for label, _ in parts])
     return out
