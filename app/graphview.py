@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 
-import networkx as nx
-
 from compiler_core import GRAPH_STAGES, graph_nodes
 
 from .errors import ApiError
@@ -87,11 +85,9 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
         for gid in tree.chain[node_id]:
             kernels[gid] = sorted({*kernels.get(gid, []), *found})
     rows = [_item(tree, item, kernels) for item in items]
-    graph = nx.DiGraph()
-    graph.add_nodes_from(items)
-    graph.add_edges_from(tree.edges(expanded))
+    edges = tree.edges(expanded)
     widths = {row["id"]: box_width([row["name"], row.get("target") or ""]) for row in rows}
-    done = layout(graph, widths, _clusters(tree, expanded, shown))
+    done = layout(items, edges, widths, _clusters(tree, expanded, shown))
     for row in rows:
         (x, y), (w, h) = done.positions[row["id"]], done.sizes[row["id"]]
         row.update(x=round(x, 1), y=round(y, 1), w=round(w, 1), h=round(h, 1))
@@ -101,7 +97,7 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
         "total_nodes": len(nodes), "module_depth": max((g.depth for g in tree.groups.values()), default=0),
         "groups_total": len(tree.groups), "expanded": sorted(expanded),
         "nodes": rows,
-        "edges": [[index[a], index[b], done.routes.get((a, b))] for a, b in graph.edges],
+        "edges": [[index[a], index[b], done.routes.get((a, b))] for a, b in edges],
         "boxes": [{"id": gid, "label": _group_title(tree, gid), "depth": tree.groups[gid].depth,
                    "box": [round(v, 1) for v in box]} for gid, box in done.boxes.items()],
         "hidden": [{"id": n, "name": tree.nodes[n]["name"], "op": tree.nodes[n]["op"],

@@ -19,8 +19,6 @@ import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 DOT_MAX_NODES = 1200
 DOT_TIMEOUT_S = 8
 NODE_H = 34.0  # two text lines: name, target
@@ -52,8 +50,9 @@ def box_width(labels: list[str]) -> float:
     return min(MAX_W, max(MIN_W, max(len(text) for text in labels) * CHAR_W + 14))
 
 
-def _dot_source(graph: nx.DiGraph, widths: dict, clusters: list[Cluster]) -> tuple[str, dict]:
-    index = {node: f"n{i}" for i, node in enumerate(graph.nodes)}
+def _dot_source(nodes: list[str], edges: list[tuple[str, str]], widths: dict,
+                clusters: list[Cluster]) -> tuple[str, dict]:
+    index = {node: f"n{i}" for i, node in enumerate(nodes)}
     lines = ["digraph G {", "graph [rankdir=TB, nodesep=0.22, ranksep=0.4];",
              f'node [shape=box, fixedsize=true, label="", height={NODE_H / 72:.3f}];']
     by_parent = defaultdict(list)
@@ -68,8 +67,8 @@ def _dot_source(graph: nx.DiGraph, widths: dict, clusters: list[Cluster]) -> tup
             emit(cluster.id)
             lines.append("}")
     emit(None)
-    lines += [f"{index[n]} [width={widths[n] / 72:.3f}];" for n in graph.nodes]
-    lines += [f"{index[a]} -> {index[b]};" for a, b in graph.edges]
+    lines += [f"{index[n]} [width={widths[n] / 72:.3f}];" for n in nodes]
+    lines += [f"{index[a]} -> {index[b]};" for a, b in edges]
     return "\n".join(lines) + "}", index
 
 
@@ -77,13 +76,14 @@ def _numbers(text: str) -> list[float]:
     return [float(v) for v in text.replace(",", " ").split()]
 
 
-def dot_layout(graph: nx.DiGraph, widths: dict, clusters: list[Cluster]) -> Layout | None:
+def dot_layout(nodes: list[str], edges: list[tuple[str, str]], widths: dict,
+               clusters: list[Cluster]) -> Layout | None:
     """Positions, edge routes and cluster boxes from `dot -Tjson`; None when dot is missing,
     fails or takes too long."""
     dot = shutil.which("dot")
-    if dot is None or graph.number_of_nodes() > DOT_MAX_NODES:
+    if dot is None or len(nodes) > DOT_MAX_NODES:
         return None
-    source, index = _dot_source(graph, widths, clusters)
+    source, index = _dot_source(nodes, edges, widths, clusters)
     try:
         out = json.loads(subprocess.run([dot, "-Tjson"], input=source, text=True, capture_output=True,
                                         timeout=DOT_TIMEOUT_S, check=True).stdout)
@@ -111,61 +111,54 @@ def dot_layout(graph: nx.DiGraph, widths: dict, clusters: list[Cluster]) -> Layo
         points += tip or []  # the curve's control points, then the arrow's tip
         routes[(by_gvid[edge["tail"]], by_gvid[edge["head"]])] = [
             round(v if i % 2 == 0 else height - v, 1) for i, v in enumerate(points)]
-    if len(positions) != graph.number_of_nodes():
+    if len(positions) != len(nodes):
         return None
-    return Layout("dot", positions, {n: (widths[n], NODE_H) for n in graph.nodes}, routes, boxes)
+    return Layout("dot", positions, {n: (widths[n], NODE_H) for n in nodes}, routes, boxes)
 
 
-def _layers(dag: nx.DiGraph) -> dict[str, int]:
-    """Longest-path layers, then sources moved down next to their first consumer (as `dot`
-    does, so parameters sit beside the op that uses them instead of all in the top row)."""
+def layered_positions(nodes: list[str], edges: list[tuple[str, str]],
+                      sweeps: int = 4) -> dict[str, tuple[float, float]]:
+    """Longest-path layers, then barycenter sweeps. `nodes` come in graph order (FX order, or a
+    group's first member's), which is a topological order once the edges that go backwards in it
+    (only a collapsed graph has them: cycles between groups) are left out."""
+    order = {node: i for i, node in enumerate(nodes)}
+    above: dict[str, list[str]] = {n: [] for n in nodes}
+    below: dict[str, list[str]] = {n: [] for n in nodes}
+    for a, b in edges:
+        if order[a] < order[b]:
+            above[b].append(a)
+            below[a].append(b)
     layer = {}
-    for node in nx.topological_sort(dag):
-        layer[node] = max((layer[p] + 1 for p in dag.predecessors(node)), default=0)
-    for node in dag.nodes:
-        if dag.in_degree(node) == 0 and dag.out_degree(node):
-            layer[node] = min(layer[s] for s in dag.successors(node)) - 1
-    return layer
-
-
-def _acyclic(graph: nx.DiGraph) -> nx.DiGraph:
-    """FX graphs are DAGs, but a collapsed one may have cycles: keep the edges that go forward
-    in node order (FX order, or a group's first member's) and drop the others."""
-    if nx.is_directed_acyclic_graph(graph):
-        return graph
-    order = {node: i for i, node in enumerate(graph.nodes)}
-    dag = graph.copy()
-    dag.remove_edges_from([(a, b) for a, b in graph.edges if order[a] >= order[b]])
-    return dag
-
-
-def layered_positions(graph: nx.DiGraph, sweeps: int = 4) -> dict[str, tuple[float, float]]:
-    dag = _acyclic(graph)
-    layer = _layers(dag)
+    for node in nodes:
+        layer[node] = max((layer[p] + 1 for p in above[node]), default=0)
+    for node in nodes:  # sources sit just above their first consumer, as `dot` puts them
+        if not above[node] and below[node]:
+            layer[node] = min(layer[s] for s in below[node]) - 1
     rows: dict[int, list[str]] = defaultdict(list)
-    for node in dag.nodes:  # graph order is FX order: a good first guess
+    for node in nodes:  # graph order is a good first guess
         rows[layer[node]].append(node)
     levels = sorted(rows)
     x = {n: float(i) for row in rows.values() for i, n in enumerate(row)}
     for sweep in range(sweeps):
         down = sweep % 2 == 0
+        near_of = above if down else below
         for level in levels if down else reversed(levels):
             row = rows[level]
             for node in row:
-                near = list(dag.predecessors(node) if down else dag.successors(node))
+                near = near_of[node]
                 if near:
                     x[node] = sum(x[n] for n in near) / len(near)
-            row.sort(key=lambda n: x[n])
+            row.sort(key=x.__getitem__)
             _spread(row, x)
     low = min(x.values(), default=0.0)
     first = levels[0] if levels else 0
     return {n: ((x[n] - low) * X_SEP + X_SEP / 2, (layer[n] - first) * Y_SEP + Y_SEP / 2)
-            for n in dag.nodes}
+            for n in nodes}
 
 
 def _spread(row: list[str], x: dict[str, float]) -> None:
     """Keep the row's order and mean position but at least one unit apart."""
-    if not row:
+    if len(row) < 2:
         return
     wanted = sum(x[n] for n in row) / len(row)
     for left, right in zip(row, row[1:]):
@@ -175,10 +168,11 @@ def _spread(row: list[str], x: dict[str, float]) -> None:
         x[node] += shift
 
 
-def layout(graph: nx.DiGraph, widths: dict[str, float], clusters: list[Cluster]) -> Layout:
+def layout(nodes: list[str], edges: list[tuple[str, str]], widths: dict[str, float],
+           clusters: list[Cluster]) -> Layout:
     """`dot` with clusters where it can; else the layered fallback (straight edges, no boxes)."""
-    done = dot_layout(graph, widths, clusters)
+    done = dot_layout(nodes, edges, widths, clusters)
     if done is not None:
         return done
-    return Layout("layered", layered_positions(graph),
-                  {n: (min(widths[n], FALLBACK_W), NODE_H) for n in graph.nodes})
+    return Layout("layered", layered_positions(nodes, edges),
+                  {n: (min(widths[n], FALLBACK_W), NODE_H) for n in nodes})

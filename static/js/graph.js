@@ -107,7 +107,7 @@ class GraphView {
     clear(container, h("div", { class: "graph-bar" }, this.search, this.count, this.collapseSelect,
                        this.modeSelect, fit, this.info), this.legend);
     this.canvas = new GraphCanvas(container, {
-      dark: this.dark, colorOf: () => ({}), describe: (n) => describe(n, this.graph),
+      dark: this.dark, describe: (n) => describe(n, this.graph),
       onClick: (n) => this.click(n), onTitle: (box) => this.toggle(box.id, false),
     });
     container.graphView = this; // tests and the benchmark find nodes on screen through it
@@ -129,11 +129,8 @@ class GraphView {
     this.graph = graph;
     this.expanded = new Set(graph.expanded);
     this.renderBar();
-    this.canvas.fitted = false;
-    this.canvas.colorOf = colorFor(this.mode, graph, this.dark);
-    this.canvas.setGraph(graph);
-    this.canvas.draw();
     this.runSearch(false);
+    this.canvas.setGraph(graph, colorFor(this.mode, graph, this.dark));
     const node = focusId && graph.nodes.find((n) => n.id === focusId);
     if (node) {
       this.current = this.found.findIndex((n) => n.id === focusId);
@@ -141,7 +138,7 @@ class GraphView {
       this.canvas.focus(node);
     }
     this.container.dataset.ready = "1";
-    window.__tbGraph = { nodes: graph.nodes.length, engine: graph.engine, fetch_ms: fetched - started,
+    window.__tbGraph = { nodes: graph.nodes.length, engine: graph.engine, fetch_ms: fetched - started, started,
                          plot_ms: performance.now() - fetched, total_ms: performance.now() - started };
   }
 
@@ -159,9 +156,8 @@ class GraphView {
 
   setMode(mode) {
     this.mode = mode;
-    this.canvas.colorOf = colorFor(mode, this.graph, this.dark);
+    this.canvas.setColors(colorFor(mode, this.graph, this.dark));
     clear(this.legend, legend(mode, this.graph, this.onKernel));
-    this.canvas.redraw();
   }
 
   toggle(groupId, open) {
@@ -185,13 +181,13 @@ class GraphView {
     return [...this.graph.nodes.filter((n) => n.kind === "node" && hit(n)), ...this.graph.hidden.filter(hit)];
   }
 
-  runSearch(zoom) {
+  runSearch(redraw = true) {
     const query = this.search.value.trim().toLowerCase();
     this.found = query ? this.matches(query) : [];
     this.current = -1;
     clear(this.count, query ? `${this.found.length} match${this.found.length === 1 ? "" : "es"}` : "");
-    this.canvas.mark(this.found.filter((n) => n.x != null));
-    if (zoom && this.found.length) this.next();
+    this.canvas.marked = new Set(this.found.filter((n) => n.x != null));
+    if (redraw) this.canvas.redraw();
   }
 
   // Show the next match; one inside closed groups opens them first.
@@ -205,7 +201,7 @@ class GraphView {
   }
 
   wireSearch() {
-    this.search.addEventListener("input", () => this.runSearch(false));
+    this.search.addEventListener("input", () => this.runSearch());
     this.search.addEventListener("keydown", (event) => {
       if (event.key === "Enter") this.next();
     });

@@ -15,10 +15,10 @@ const DRAG_PX = 4;
 const READABLE = 0.85; // the first view's zoom when the graph's width allows it
 
 export class GraphCanvas {
-  // `colorOf(node)` -> {fill, stroke}; `describe(node)` -> [lines] for the hover card;
+  // `setGraph(graph, colorOf)`, `colorOf(node)` -> {fill, stroke}; `describe(node)` -> [lines] for the hover card;
   // `onClick(node)` and `onTitle(box)` when a node or a group box's title is clicked.
-  constructor(container, { dark, colorOf, describe, onClick, onTitle }) {
-    Object.assign(this, { dark, colorOf, describe, onClick, onTitle });
+  constructor(container, { dark, describe, onClick, onTitle }) {
+    Object.assign(this, { dark, describe, onClick, onTitle });
     this.canvas = h("canvas", { class: "graph-canvas" });
     this.labels = h("div", { class: "graph-labels" });
     this.card = h("div", { class: "graph-card", hidden: true });
@@ -32,8 +32,11 @@ export class GraphCanvas {
     new ResizeObserver(() => this.resize()).observe(this.el);
   }
 
-  setGraph(graph) {
+  setGraph(graph, colorOf) {
     this.graph = graph;
+    this.fitted = false;
+    this.focused = null;
+    this.setColors(colorOf);
     this.resize();
   }
 
@@ -47,7 +50,7 @@ export class GraphCanvas {
     this.canvas.style.height = `${height}px`;
     this.size = { width, height, ratio };
     if (!this.fitted && this.graph) this.fit();
-    this.redraw();
+    this.draw();
   }
 
   bounds() {
@@ -95,11 +98,6 @@ export class GraphCanvas {
     this.redraw();
   }
 
-  mark(nodes) {
-    this.marked = new Set(nodes);
-    this.redraw();
-  }
-
   redraw() {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
@@ -109,6 +107,8 @@ export class GraphCanvas {
   }
 
   draw() {
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
     if (!this.size || !this.graph) return;
     const { ratio, width, height } = this.size;
     const ctx = this.canvas.getContext("2d");
@@ -138,8 +138,12 @@ export class GraphCanvas {
     ctx.fillStyle = ctx.strokeStyle;
     ctx.lineWidth = Math.max(1 / this.k, 0.6);
     const heads = [];
+    const [vx0, vy0, vx1, vy1] = this.view();
     ctx.beginPath();
     for (const [a, b, route] of this.graph.edges) {
+      const p = nodes[a], q = nodes[b]; // an edge stays within its ends' box, dot's routes nearly
+      if (Math.max(p.y, q.y) < vy0 || Math.min(p.y, q.y) > vy1 ||
+          Math.max(p.x, q.x) + 200 < vx0 || Math.min(p.x, q.x) - 200 > vx1) continue; // off screen
       if (route && route.length >= 10) { // dot's cubic Bézier, then the arrow's tip
         const end = route.length - 2;
         ctx.moveTo(route[0], route[1]);
@@ -148,7 +152,6 @@ export class GraphCanvas {
         }
         heads.push([route[end - 2], route[end - 1], route[end], route[end + 1]]);
       } else {
-        const p = nodes[a], q = nodes[b];
         const from = [p.x, p.y + p.h / 2], to = [q.x, q.y - q.h / 2];
         ctx.moveTo(from[0], from[1]);
         ctx.lineTo(to[0], to[1]);
@@ -168,16 +171,41 @@ export class GraphCanvas {
     ctx.fill();
   }
 
+  // Nodes by colour, so that each colour is one path (a canvas state change per node would
+  // cost more than the drawing).
+  setColors(colorOf) {
+    this.colorOf = colorOf;
+    this.buckets = new Map();
+    for (const n of this.graph?.nodes ?? []) {
+      const { fill, stroke } = colorOf(n);
+      const key = `${fill}|${stroke}`;
+      if (!this.buckets.has(key)) this.buckets.set(key, { fill, stroke, nodes: [] });
+      this.buckets.get(key).nodes.push(n);
+    }
+    this.redraw();
+  }
+
+  // The view's bounds in layout units, with a margin of one box.
+  view() {
+    const [x0, y0] = this.toWorld(0, 0), [x1, y1] = this.toWorld(this.size.width, this.size.height);
+    return [x0 - 120, y0 - 40, x1 + 120, y1 + 40];
+  }
+
   drawNodes(ctx) {
     ctx.lineWidth = Math.max(1.2 / this.k, 1);
-    for (const n of this.graph.nodes) {
-      const { fill, stroke } = this.colorOf(n);
+    const [vx0, vy0, vx1, vy1] = this.view();
+    for (const { fill, stroke, nodes } of this.buckets.values()) {
+      ctx.beginPath();
+      for (const n of nodes) {
+        if (n.x < vx0 || n.x > vx1 || n.y < vy0 || n.y > vy1) continue;
+        const x = n.x - n.w / 2, y = n.y - n.h / 2;
+        ctx.rect(x, y, n.w, n.h);
+        if (n.kind === "group") ctx.rect(x + 3, y + 3, n.w - 6, n.h - 6); // a stack of nodes
+      }
       ctx.fillStyle = fill;
+      ctx.fill("evenodd");
       ctx.strokeStyle = stroke;
-      const x = n.x - n.w / 2, y = n.y - n.h / 2;
-      ctx.fillRect(x, y, n.w, n.h);
-      ctx.strokeRect(x, y, n.w, n.h);
-      if (n.kind === "group") ctx.strokeRect(x + 3, y + 3, n.w - 6, n.h - 6); // a stack of nodes
+      ctx.stroke();
     }
     ctx.lineWidth = 3 / this.k;
     ctx.strokeStyle = "#fab005";
