@@ -36,6 +36,7 @@ export class GraphCanvas {
     this.graph = graph;
     this.fitted = false;
     this.focused = null;
+    this.card.hidden = true;
     this.setColors(colorOf);
     this.resize();
   }
