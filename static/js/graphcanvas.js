@@ -125,7 +125,7 @@ export class GraphCanvas {
   drawBoxes(ctx) {
     ctx.lineWidth = 1 / this.k;
     for (const { box, depth } of this.graph.boxes) {
-      ctx.fillStyle = this.dark ? `rgba(240,140,0,${0.05 + 0.03 * depth})` : `rgba(240,140,0,${0.05 + 0.03 * depth})`;
+      ctx.fillStyle = `rgba(240,140,0,${0.05 + 0.03 * depth})`; // deeper groups a little darker
       ctx.strokeStyle = this.dark ? "#8a6a3a" : "#e0b070";
       ctx.fillRect(box[0], box[1], box[2] - box[0], box[3] - box[1]);
       ctx.strokeRect(box[0], box[1], box[2] - box[0], box[3] - box[1]);
