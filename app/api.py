@@ -8,7 +8,7 @@ Job ids are handles: each submit gets its own, identical submits share one run a
     GET  /api/jobs/ID/events       -> text/event-stream: status, one `stage` per stage, `done`
     POST /api/jobs/ID/cancel       -> {"status"} (of this handle; the run stops when no one waits)
     GET  /api/results/KEY          -> {"source", "options", "result"} (the share store)
-    GET  /api/results/KEY/graph?compile=0/0&stage=dynamo_graph[&collapse=auto|off|N]
+    GET  /api/results/KEY/graph?compile=0/0&stage=dynamo_graph[&collapse=auto|off|N][&expand=[ids]]
     GET  /api/gallery, /api/gallery/SLUG, /api/status
     GET  /api/catalogue             -> stages, options, error kinds, gallery (what the page shows)
 """
@@ -22,7 +22,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from compiler_core import catalogue, get_example, list_examples
 
 from .errors import ApiError
-from .graphview import graph_view, parse_collapse
+from .graphview import graph_view, parse_collapse, parse_expand
 from .store import is_key
 from .validate import parse_compile_request, parse_environment
 
@@ -128,8 +128,9 @@ def result_graph(key: str):
     compiled = next((c for c in found["compiles"] if c["id"] == compile_id), None)
     if compiled is None or stage not in compiled["stages"]:
         raise ApiError(404, f"compile {compile_id!r} has no stage {stage!r}")
-    return jsonify(graph_view(compiled["stages"][stage],
-                              parse_collapse(request.args.get("collapse", "auto"))))
+    return jsonify(graph_view(compiled, stage, found,
+                              parse_collapse(request.args.get("collapse", "auto")),
+                              parse_expand(request.args.get("expand"))))
 
 
 @bp.get("/gallery")

@@ -128,7 +128,7 @@ def test_graph_of_a_stage(client, compiled):
     assert graph["engine"] in ("dot", "layered") and len(graph["edges"]) == 3
     by_name = {node["name"]: node for node in graph["nodes"]}
     assert by_name["cos"]["line"] == 20 and by_name["cos"]["shape"] == ["8", "16"]
-    assert by_name["arg0_1"]["y"] > by_name["output"]["y"]  # inputs on top
+    assert by_name["arg0_1"]["y"] < by_name["output"]["y"]  # inputs on top (y grows downwards)
 
 
 def test_gallery(client):

@@ -7,6 +7,7 @@ import pytest
 from compiler_core.report import layout
 from compiler_core.report.fxgraph import fx_nodes, parse_type
 from app.graphview import graph_view
+from compiler_core.report.modulegroups import ModuleTree
 from app.store import Store, content_key, is_key
 
 AOT_TEXT = '''class GraphModule(torch.nn.Module):
@@ -67,54 +68,85 @@ def test_parse_type(text, expected):
 
 
 def chain(n: int, modules: int = 0) -> list[dict]:
-    """A chain with a skip connection every 7 nodes, like a stack of residual blocks."""
+    """A chain with a skip connection every 7 nodes, like a stack of residual blocks; with
+    `modules`, node i sits in layers.(i * modules // n).op(i % 3), as nn_module_stack says."""
     nodes = []
     for i in range(n):
         inputs = [f"n{i - 1}"] if i else []
         if i % 7 == 0 and i >= 7:
             inputs.append(f"n{i - 7}")
-        module = f"L['self'].layers.{i * modules // n}.op{i % 3}" if modules else None
+        layer = f"L['self'].layers.{i * modules // n}"
+        stack = [["L['self'].layers", "ModuleList"], [layer, "Block"],
+                 [f"{layer}.op{i % 3}", "Linear"]] if modules else []
         nodes.append({"id": f"n{i}", "name": f"n{i}", "op": "call_function", "target": "add",
-                      "shape": None, "dtype": None, "line": None, "module": module, "inputs": inputs})
+                      "shape": None, "dtype": None, "line": None, "graph": "",
+                      "module": stack[-1][0] if stack else None, "modules": stack, "inputs": inputs})
     return nodes
 
 
+def overlaps(a: dict, b: dict) -> bool:
+    return (abs(a["x"] - b["x"]) < (a["w"] + b["w"]) / 2 - 0.5
+            and abs(a["y"] - b["y"]) < (a["h"] + b["h"]) / 2 - 0.5)
+
+
 @pytest.mark.parametrize("use_dot", [True, False])
-def test_layouts_put_inputs_above_outputs(monkeypatch, use_dot):
+def test_layouts_put_inputs_above_outputs_and_boxes_apart(monkeypatch, use_dot):
     if not use_dot:
         monkeypatch.setattr(layout.shutil, "which", lambda name: None)
     elif layout.shutil.which("dot") is None:
         pytest.skip("Graphviz dot is not installed")
-    graph = layout.build_graph(chain(60))
-    positions, engine = layout.layout(graph)
-    assert engine == ("dot" if use_dot else "layered") and len(positions) == 60
-    assert all(positions[a][1] > positions[b][1] for a, b in graph.edges)
+    nodes = chain(60)
+    view = graph_view(compiled(nodes), "dynamo_graph", {}, "off")
+    assert view["engine"] == ("dot" if use_dot else "layered") and len(view["nodes"]) == 60
+    rows = view["nodes"]
+    assert all(rows[a]["y"] < rows[b]["y"] for a, b, _ in view["edges"])  # y grows downwards
+    assert not any(overlaps(a, b) for i, a in enumerate(rows) for b in rows[i + 1:])
+    if use_dot:  # every edge routed, ending at its arrow's tip on the target's top side
+        for a, b, route in view["edges"]:
+            tip = route[-2:]
+            assert abs(tip[1] - (rows[b]["y"] - rows[b]["h"] / 2)) < 2, (route, rows[b])
 
 
-def test_big_graphs_use_the_fast_layout_and_collapse_by_module():
+def test_module_groups_collapse_expand_and_hide():
     nodes = chain(3000, modules=40)
-    expanded = graph_view(artifact(nodes), "off")
+    tree = ModuleTree(nodes)
+    assert tree.top == ["L['self'].layers"] and len(tree.groups["L['self'].layers"].children) == 40
+    assert tree.groups["L['self'].layers.3"].children == [
+        f"L['self'].layers.3.op{i}" for i in (0, 1, 2)]
+    expanded = graph_view(compiled(nodes), "dynamo_graph", {}, "off")
     assert expanded["engine"] == "layered" and len(expanded["nodes"]) == 3000
-    auto = graph_view(artifact(nodes), "auto")
-    assert auto["collapsed_depth"] == 3 and len(auto["nodes"]) == 120  # layer x op
-    assert len(graph_view(artifact(nodes), 2)["nodes"]) == 40  # one per layer
-    coarse = graph_view(artifact(nodes), 1)
-    assert len(coarse["nodes"]) == 1 and coarse["nodes"][0]["size"] == 3000
-    assert all(a != b for a, b in coarse["edges"])
+    assert expanded["hidden"] == [] and expanded["boxes"] == []  # no boxes without dot
+    assert len(graph_view(compiled(nodes), "dynamo_graph", {}, 2)["nodes"]) == 40  # one per layer
+    coarse = graph_view(compiled(nodes), "dynamo_graph", {}, 1)
+    assert [(n["kind"], n["size"]) for n in coarse["nodes"]] == [("group", 3000)]
+    assert coarse["edges"] == [] and len(coarse["hidden"]) == 3000
+    assert coarse["hidden"][80]["chain"] == ["L['self'].layers", "L['self'].layers.1",
+                                             "L['self'].layers.1.op2"]
+    one = graph_view(compiled(nodes), "dynamo_graph", {},
+                     expand=["L['self'].layers", "L['self'].layers.1"])
+    shown = {n["id"] for n in one["nodes"]}
+    assert "L['self'].layers.1.op2" in shown and "L['self'].layers.2" in shown
+    assert one["engine"] == "dot" or layout.shutil.which("dot") is None
+    assert {b["id"] for b in one["boxes"]} <= {"L['self'].layers", "L['self'].layers.1"}
 
 
 def test_collapsed_cycles_still_lay_out(monkeypatch):
     monkeypatch.setattr(layout.shutil, "which", lambda name: None)
     nodes = chain(6)
     for node, module in zip(nodes, ["A", "A", "B", "B", "A", "A"]):
-        node["module"] = module
-    positions, _ = layout.layout(layout.collapse(layout.build_graph(nodes), 0))
-    assert set(positions) == {"A", "B"}
+        node["modules"] = [[module, "Linear"]]
+    view = graph_view(compiled(nodes), "dynamo_graph", {}, 1)
+    assert {n["id"] for n in view["nodes"]} == {"A", "B"}
+    assert sorted((view["nodes"][a]["id"], view["nodes"][b]["id"]) for a, b, _ in view["edges"]) == [
+        ("A", "B"), ("B", "A")]
 
 
-def artifact(nodes):
-    return {"stage": "dynamo_graph", "compile_id": "0/0", "text": "", "src_lines": [],
-            "nodes": [{k: v for k, v in n.items() if k != "id"} for n in nodes]}
+def compiled(nodes):
+    """A compile holding one Dynamo graph stage with this node table."""
+    keep = ("id", "graph")
+    stage = {"stage": "dynamo_graph", "compile_id": "0/0", "text": "", "src_lines": [],
+             "nodes": [{k: v for k, v in n.items() if k not in keep} for n in nodes]}
+    return {"id": "0/0", "stages": {"dynamo_graph": stage}, "kernels": []}
 
 
 def test_store_round_trip_and_keys(tmp_path):

@@ -105,17 +105,14 @@ def gutter_line(page, marker_class):
     }""", marker_class)
 
 
-def hover_node(page, index, trace_name):
-    """Move the mouse onto the first node of a plotly trace; returns the hover label's text."""
-    x, y = page.evaluate("""([sel, name]) => {
-        const plot = document.querySelector(sel + ' .graph-plot');
-        const trace = plot.data.find((t) => t.name === name);
-        const xa = plot._fullLayout.xaxis, ya = plot._fullLayout.yaxis;
-        const box = plot.getBoundingClientRect();
-        return [box.left + xa._offset + xa.l2p(trace.x[0]), box.top + ya._offset + ya.l2p(trace.y[0])];
-    }""", [pane(page, index), trace_name])
+def hover_node(page, index, op):
+    """Move the mouse onto the first graph node with this op; returns its hover card's text."""
+    x, y = page.evaluate("""([sel, op]) => {
+        const view = document.querySelector(sel + ' .pane-body').graphView;
+        return view.canvas.clientPoint(view.graph.nodes.find((n) => n.op === op));
+    }""", [pane(page, index), op])
     page.mouse.move(x, y)
-    return page.wait_for_selector(f"{pane(page, index)} .hoverlayer .hovertext").text_content()
+    return page.wait_for_selector(f"{pane(page, index)} .graph-card:not([hidden])").text_content()
 
 
 def test_graph_break_example_end_to_end(page, live_server):

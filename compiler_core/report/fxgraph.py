@@ -6,7 +6,8 @@ FX prints one node per line, `name: "f32[4, 4][4, 1]cpu" = torch.ops.aten.mm.def
 None`, placeholders as `forward`'s parameters and the output as its `return`. Each `def forward`
 is one graph; an artifact may hold several (forward / backward sections, nested subgraphs), told
 apart by a `graph` label and ids prefixed with it. A node's user line comes from the artifact's
-`src_lines`. The rows have the shape of the Dynamo node table, plus `id` and `graph`.
+`src_lines`. The rows have the shape of the Dynamo node table, plus `id` and `graph`; their module
+stacks come from the artifact's `modules` (node id -> stack) where the engine recorded them.
 """
 
 from __future__ import annotations
@@ -157,5 +158,11 @@ def fx_nodes(text: str, src_lines: list) -> list[dict]:
 def stage_nodes(artifact: dict) -> list[dict]:
     """Node rows of a graph stage: the engine's table for Dynamo, else parsed from the text."""
     if artifact.get("nodes"):
-        return [{**node, "id": node["name"], "graph": ""} for node in artifact["nodes"]]
-    return fx_nodes(artifact["text"], artifact.get("src_lines") or [])
+        return [{"modules": [], **node, "id": node["name"], "graph": ""}
+                for node in artifact["nodes"]]
+    modules = artifact.get("modules") or {}
+    rows = fx_nodes(artifact["text"], artifact.get("src_lines") or [])
+    for row in rows:
+        row["modules"] = modules.get(row["id"], [])
+        row["module"] = row["modules"][-1][0] if row["modules"] else None
+    return rows

@@ -1,140 +1,164 @@
 """Layered graph layout: Graphviz `dot` when it is installed and the graph is small enough,
 else a fast layered layout of our own (longest-path layers, barycenter ordering).
 
-`dot` is the field standard for few crossings, but its cost grows fast (measured here, 2 cores:
-1,000 nodes 0.4 s, 2,000 nodes 3.4 s, 5,000 nodes 37-120 s), so graphs past `DOT_MAX_NODES` use
-the fallback, which lays out 5,000 nodes in a fraction of a second. Big graphs are usually shown
-collapsed by module (see `collapse`), which brings them back under the `dot` limit.
+`dot` is the field standard for few crossings, and it also draws expanded module groups as
+nested boxes (clusters) and routes edges around them, ending each at its arrow tip. Its cost grows
+fast (measured here, 2 cores: 1,000 nodes 0.4 s, 2,000 nodes 3.4 s, 5,000 nodes 37-120 s), so
+graphs past `DOT_MAX_NODES` use the fallback, which lays out 5,000 nodes in a fraction of a
+second with straight edges and no group boxes. Every box is sized to hold its label, and no two
+boxes overlap, so labels drawn inside their boxes never overlap either.
+
+Units are points (1/72 inch, as `dot` reports them); y grows downwards, inputs at the top.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections import defaultdict
-
-import networkx as nx
+from dataclasses import dataclass, field
 
 DOT_MAX_NODES = 1200
 DOT_TIMEOUT_S = 8
-X_SEP, Y_SEP = 1.0, 1.0  # fallback spacing, in the same units (inches) `dot` reports
+NODE_H = 34.0  # two text lines: name, target
+CHAR_W = 6.6  # an 11px monospace-ish character, with margin for the bold name
+MIN_W, MAX_W = 54.0, 216.0
+X_SEP, Y_SEP = 144.0, 64.0  # fallback spacing: a box of MAX_W fits with room for edges
+FALLBACK_W = 120.0  # fallback box width (labels are cut to it; hover shows them whole)
 
 
-def build_graph(nodes: list[dict]) -> nx.DiGraph:
-    graph = nx.DiGraph()
-    for node in nodes:
-        graph.add_node(node["id"], **node)
-    for node in nodes:
-        for source in node["inputs"]:
-            if source in graph:
-                graph.add_edge(source, node["id"])
-    return graph
+@dataclass
+class Cluster:
+    """An expanded group drawn as a box around its members (nodes and nested clusters)."""
+    id: str
+    label: str
+    parent: str | None
+    members: list[str] = field(default_factory=list)
 
 
-def module_prefix(module: str | None, depth: int) -> str | None:
-    """`L['self'].layers.3.attn` at depth 2 -> `L['self'].layers.3`; depth 0 keeps it whole."""
-    if not module:
-        return None
-    parts = module.split(".")
-    return ".".join(parts[: depth + 1]) if depth else module
+@dataclass
+class Layout:
+    engine: str
+    positions: dict[str, tuple[float, float]]  # node centre
+    sizes: dict[str, tuple[float, float]]  # node width, height
+    routes: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # x0,y0,x1,y1,...
+    boxes: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)  # x0,y0,x1,y1
 
 
-def collapse(graph: nx.DiGraph, depth: int) -> nx.DiGraph:
-    """One node per module (cut at `depth`); nodes outside any module stay as they are."""
-    group_of = {n: module_prefix(a.get("module"), depth) or n for n, a in graph.nodes(data=True)}
-    members: dict[str, list[str]] = defaultdict(list)
-    for node, group in group_of.items():
-        members[group].append(node)
-    out = nx.DiGraph()
-    for group, names in members.items():
-        if len(names) == 1 and names[0] == group:
-            out.add_node(group, **graph.nodes[group])
-            continue
-        first = graph.nodes[names[0]]
-        lines = [graph.nodes[n]["line"] for n in names if graph.nodes[n].get("line")]
-        out.add_node(group, id=group, name=group, op="module", target=f"{len(names)} nodes",
-                     shape=graph.nodes[names[-1]].get("shape"), dtype=first.get("dtype"),
-                     line=min(lines) if lines else None, module=group, graph=first.get("graph"),
-                     size=len(names), inputs=[])
-    for source, target in graph.edges:
-        a, b = group_of[source], group_of[target]
-        if a != b:
-            out.add_edge(a, b)
-    return out
+def box_width(labels: list[str]) -> float:
+    return min(MAX_W, max(MIN_W, max(len(text) for text in labels) * CHAR_W + 14))
 
 
-def dot_positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]] | None:
-    """Node centres from `dot -Tplain`, or None when dot is missing, fails or takes too long."""
+def _dot_source(nodes: list[str], edges: list[tuple[str, str]], widths: dict,
+                clusters: list[Cluster]) -> tuple[str, dict]:
+    index = {node: f"n{i}" for i, node in enumerate(nodes)}
+    lines = ["digraph G {", "graph [rankdir=TB, nodesep=0.22, ranksep=0.4];",
+             f'node [shape=box, fixedsize=true, label="", height={NODE_H / 72:.3f}];']
+    by_parent = defaultdict(list)
+    for i, cluster in enumerate(clusters):
+        by_parent[cluster.parent].append((i, cluster))
+
+    def emit(parent):
+        for i, cluster in by_parent[parent]:
+            lines.append(f"subgraph cluster_{i} {{ label={json.dumps(cluster.label)}; fontsize=11;"
+                         " labeljust=l; margin=10;")
+            lines.extend(f"{index[m]};" for m in cluster.members if m in index)
+            emit(cluster.id)
+            lines.append("}")
+    emit(None)
+    lines += [f"{index[n]} [width={widths[n] / 72:.3f}];" for n in nodes]
+    lines += [f"{index[a]} -> {index[b]};" for a, b in edges]
+    return "\n".join(lines) + "}", index
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(v) for v in text.replace(",", " ").split()]
+
+
+def dot_layout(nodes: list[str], edges: list[tuple[str, str]], widths: dict,
+               clusters: list[Cluster]) -> Layout | None:
+    """Positions, edge routes and cluster boxes from `dot -Tjson`; None when dot is missing,
+    fails or takes too long."""
     dot = shutil.which("dot")
-    if dot is None or graph.number_of_nodes() > DOT_MAX_NODES:
+    if dot is None or len(nodes) > DOT_MAX_NODES:
         return None
-    index = {node: f"n{i}" for i, node in enumerate(graph.nodes)}
-    lines = ["digraph G {", "graph [rankdir=TB, nodesep=0.25, ranksep=0.45, splines=false];",
-             'node [shape=box, width=1.4, height=0.4, fixedsize=true, label=""];']
-    lines += [f"{index[n]};" for n in graph.nodes]
-    lines += [f"{index[a]} -> {index[b]};" for a, b in graph.edges]
+    source, index = _dot_source(nodes, edges, widths, clusters)
     try:
-        plain = subprocess.run([dot, "-Tplain"], input="\n".join(lines) + "}", text=True,
-                               capture_output=True, timeout=DOT_TIMEOUT_S, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
+        out = json.loads(subprocess.run([dot, "-Tjson"], input=source, text=True, capture_output=True,
+                                        timeout=DOT_TIMEOUT_S, check=True).stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
         return None
-    by_id = {v: k for k, v in index.items()}
-    positions = {}
-    for line in plain.splitlines():
-        parts = line.split()
-        if parts and parts[0] == "node":
-            positions[by_id[parts[1]]] = (float(parts[2]), float(parts[3]))
-    return positions if len(positions) == graph.number_of_nodes() else None
+    height = _numbers(out["bb"])[3]
+    by_name = {v: k for k, v in index.items()}
+    by_gvid, boxes, positions = {}, {}, {}
+    for obj in out.get("objects", []):
+        name = obj["name"]
+        if name.startswith("cluster_"):
+            x0, y0, x1, y1 = _numbers(obj["bb"])
+            boxes[clusters[int(name.removeprefix("cluster_"))].id] = (x0, height - y1, x1, height - y0)
+        elif name in by_name and "pos" in obj:
+            x, y = _numbers(obj["pos"])
+            positions[by_name[name]] = (x, height - y)
+            by_gvid[obj["_gvid"]] = by_name[name]
+    routes = {}
+    for edge in out.get("edges", []):
+        parts = edge.get("pos", "").split()
+        if not parts or edge["tail"] not in by_gvid or edge["head"] not in by_gvid:
+            continue
+        tip = _numbers(parts[0][2:]) if parts[0].startswith("e,") else None
+        points = [v for p in parts if not p.startswith(("e,", "s,")) for v in _numbers(p)]
+        points += tip or []  # the curve's control points, then the arrow's tip
+        routes[(by_gvid[edge["tail"]], by_gvid[edge["head"]])] = [
+            round(v if i % 2 == 0 else height - v, 1) for i, v in enumerate(points)]
+    if len(positions) != len(nodes):
+        return None
+    return Layout("dot", positions, {n: (widths[n], NODE_H) for n in nodes}, routes, boxes)
 
 
-def _layers(dag: nx.DiGraph) -> dict[str, int]:
-    """Longest-path layers, then sources moved down next to their first consumer (as `dot`
-    does, so parameters sit beside the op that uses them instead of all in the top row)."""
+def layered_positions(nodes: list[str], edges: list[tuple[str, str]],
+                      sweeps: int = 4) -> dict[str, tuple[float, float]]:
+    """Longest-path layers, then barycenter sweeps. `nodes` come in graph order (FX order, or a
+    group's first member's), which is a topological order once the edges that go backwards in it
+    (only a collapsed graph has them: cycles between groups) are left out."""
+    order = {node: i for i, node in enumerate(nodes)}
+    above: dict[str, list[str]] = {n: [] for n in nodes}
+    below: dict[str, list[str]] = {n: [] for n in nodes}
+    for a, b in edges:
+        if order[a] < order[b]:
+            above[b].append(a)
+            below[a].append(b)
     layer = {}
-    for node in nx.topological_sort(dag):
-        layer[node] = max((layer[p] + 1 for p in dag.predecessors(node)), default=0)
-    for node in dag.nodes:
-        if dag.in_degree(node) == 0 and dag.out_degree(node):
-            layer[node] = min(layer[s] for s in dag.successors(node)) - 1
-    return layer
-
-
-def _acyclic(graph: nx.DiGraph) -> nx.DiGraph:
-    """FX graphs are DAGs, but a collapsed one may have cycles: keep the edges that go forward
-    in node order (FX order, or a group's first member's) and drop the others."""
-    if nx.is_directed_acyclic_graph(graph):
-        return graph
-    order = {node: i for i, node in enumerate(graph.nodes)}
-    dag = graph.copy()
-    dag.remove_edges_from([(a, b) for a, b in graph.edges if order[a] >= order[b]])
-    return dag
-
-
-def layered_positions(graph: nx.DiGraph, sweeps: int = 4) -> dict[str, tuple[float, float]]:
-    dag = _acyclic(graph)
-    layer = _layers(dag)
+    for node in nodes:
+        layer[node] = max((layer[p] + 1 for p in above[node]), default=0)
+    for node in nodes:  # sources sit just above their first consumer, as `dot` puts them
+        if not above[node] and below[node]:
+            layer[node] = min(layer[s] for s in below[node]) - 1
     rows: dict[int, list[str]] = defaultdict(list)
-    for node in dag.nodes:  # graph order is FX order: a good first guess
+    for node in nodes:  # graph order is a good first guess
         rows[layer[node]].append(node)
     levels = sorted(rows)
     x = {n: float(i) for row in rows.values() for i, n in enumerate(row)}
     for sweep in range(sweeps):
         down = sweep % 2 == 0
+        near_of = above if down else below
         for level in levels if down else reversed(levels):
             row = rows[level]
             for node in row:
-                near = list(dag.predecessors(node) if down else dag.successors(node))
+                near = near_of[node]
                 if near:
                     x[node] = sum(x[n] for n in near) / len(near)
-            row.sort(key=lambda n: x[n])
+            row.sort(key=x.__getitem__)
             _spread(row, x)
-    top = levels[-1] if levels else 0
-    return {n: (x[n] * X_SEP, (top - layer[n]) * Y_SEP) for n in dag.nodes}
+    low = min(x.values(), default=0.0)
+    first = levels[0] if levels else 0
+    return {n: ((x[n] - low) * X_SEP + X_SEP / 2, (layer[n] - first) * Y_SEP + Y_SEP / 2)
+            for n in nodes}
 
 
 def _spread(row: list[str], x: dict[str, float]) -> None:
-    """Keep the row's order and mean position but at least X_SEP apart."""
-    if not row:
+    """Keep the row's order and mean position but at least one unit apart."""
+    if len(row) < 2:
         return
     wanted = sum(x[n] for n in row) / len(row)
     for left, right in zip(row, row[1:]):
@@ -144,9 +168,11 @@ def _spread(row: list[str], x: dict[str, float]) -> None:
         x[node] += shift
 
 
-def layout(graph: nx.DiGraph) -> tuple[dict[str, tuple[float, float]], str]:
-    """Positions (y grows upwards, inputs at the top) and the engine that made them."""
-    positions = dot_positions(graph)
-    if positions is not None:
-        return positions, "dot"
-    return layered_positions(graph), "layered"
+def layout(nodes: list[str], edges: list[tuple[str, str]], widths: dict[str, float],
+           clusters: list[Cluster]) -> Layout:
+    """`dot` with clusters where it can; else the layered fallback (straight edges, no boxes)."""
+    done = dot_layout(nodes, edges, widths, clusters)
+    if done is not None:
+        return done
+    return Layout("layered", layered_positions(nodes, edges),
+                  {n: (min(widths[n], FALLBACK_W), NODE_H) for n in nodes})

@@ -78,7 +78,7 @@ def inline_css() -> str:
 
 def graph_views(result: dict) -> dict:
     """`"COMPILE STAGE"` -> the graph view the page asks the API for first (collapse "auto")."""
-    return {f"{compiled['id']} {stage}": graph_view(compiled["stages"][stage])
+    return {f"{compiled['id']} {stage}": graph_view(compiled, stage, result)
             for compiled in result["compiles"] for stage in GRAPH_STAGES
             if stage in compiled["stages"]}
 

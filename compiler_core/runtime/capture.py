@@ -6,7 +6,9 @@ Everything comes from PyTorch's own capture points (see shared/DESIGN.md):
 - Inductor's `ir_pre_fusion` / `ir_post_fusion` artifact loggers, for the loop-level IR;
 - the backend call (`_TorchCompileInductorWrapper.__call__` / `_TorchCompileWrapper.__call__`,
   which `torch.compile` builds for every backend in torch 2.11-2.13), which hands us the Dynamo
-  `GraphModule` for the node table and the Core ATen / prims views.
+  `GraphModule` for the node table and the Core ATen / prims views;
+- Inductor's `post_grad_custom_post_pass`, which sees each post-grad graph, for its nodes' module
+  stacks (the printed post-grad graph has none).
 The hooks of one job share its `CaptureSession`, which the steps after the script read too.
 """
 
@@ -20,12 +22,14 @@ import logging
 import os
 
 import torch
+import torch._inductor.config
 from torch._guards import CompileContext
+from torch._inductor.custom_graph_pass import CustomGraphPass
 
 from ..report.records import RecordWriter
 from ..report.trace_log import TraceConverter
 from . import line_owners
-from .views import node_table, trace_views
+from .views import module_stack, node_table, trace_views
 
 IR_LOGGERS = {
     "ir_pre_fusion": "torch._inductor.debug.__ir_pre_fusion",
@@ -63,6 +67,9 @@ class TraceHandler(logging.Handler):
             return
         if name == "dynamo_start" and compile_id not in self.session.started:
             self.session.started.append(compile_id)  # a restarted analysis starts again
+        if name == "inductor_post_grad_graph":  # the graph the modules pass just saw
+            meta = {**meta, "modules": self.session.post_grad_modules}
+            self.session.post_grad_modules = {}
         if name == "inductor_output_code" and (meta.get("file_path") or meta.get("filename")):
             path = os.path.abspath(meta.get("file_path") or meta["filename"])
             self.session.output_modules[path] = compile_id
@@ -131,6 +138,27 @@ def patch_backend_wrappers(on_graph) -> None:
         cls.__call__ = __call__
 
 
+class PostGradModules(CustomGraphPass):
+    """Inductor's last custom post-grad pass: reads each node's module stack, changes nothing.
+    It runs on the graph (and its subgraphs) just before Inductor prints it as the
+    `inductor_post_grad_graph` artifact, which carries the table (TraceHandler)."""
+
+    def __init__(self, session: CaptureSession):
+        self.session = session
+
+    def __call__(self, graph) -> None:
+        if self.session.recording:
+            self.session.post_grad_modules.update(
+                {node.name: stack for node in graph.nodes if (stack := module_stack(node))})
+
+    def uuid(self) -> str:
+        return "torchbolt-post-grad-modules"
+
+    def __deepcopy__(self, memo):
+        """`torch.compile` deep-copies Inductor's config: every copy reports to this session."""
+        return self
+
+
 class CaptureSession:
     """One job's capture state, shared by the hooks and the steps after the script.
 
@@ -150,6 +178,7 @@ class CaptureSession:
         self.codes: dict[str, object] = {}
         self.kernels_before: set[int] = set()  # ids of Triton kernels alive before the script
         self.line_owners = line_owners.LineOwners()  # what each generated kernel line was for
+        self.post_grad_modules: dict[str, list] = {}  # node -> module stack, of the graph in hand
         self._paused = False
 
     @contextlib.contextmanager
@@ -218,3 +247,4 @@ class CaptureSession:
         except (ImportError, AttributeError) as exc:  # an Inductor without these seams
             self.writer.emit("stage_error", None, None, stage="line_owners",
                              message=f"line-by-line provenance is off: {type(exc).__name__}: {exc}")
+        torch._inductor.config.post_grad_custom_post_pass = PostGradModules(self)

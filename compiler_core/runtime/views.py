@@ -24,19 +24,27 @@ def _tensor_meta(value) -> tuple[list | None, str | None]:
             str(dtype).removeprefix("torch.") if dtype is not None else None)
 
 
+def module_stack(node) -> list[list[str]]:
+    """The node's `nn_module_stack`, outermost first, as [path, class name] pairs
+    (`[["L['self'].mlp", "Sequential"], ["L['self'].mlp.0", "Linear"]]`). The meta's values are
+    (path, class) pairs; export-style graphs hold the class as its qualified name."""
+    stack = node.meta.get("nn_module_stack") or {}
+    return [[str(path), getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1]]
+            for path, cls in stack.values()]
+
+
 def node_table(gm, user_file: str) -> list[dict]:
-    """One row per FX node: name, op, target, shape, dtype, user line, module path."""
+    """One row per FX node: name, op, target, shape, dtype, user line, module path and stack."""
     rows = []
     for node in gm.graph.nodes:
         shape, dtype = _tensor_meta(node.meta.get("example_value"))
-        module_stack = node.meta.get("nn_module_stack") or {}
-        module = next(reversed(module_stack.values()), None) if module_stack else None
+        modules = module_stack(node)
         rows.append({
             "name": node.name, "op": node.op,
             "target": getattr(node.target, "__name__", None) or str(node.target),
             "shape": shape, "dtype": dtype,
             "line": last_user_line(node.meta.get("stack_trace") or "", user_file),
-            "module": module[0] if module else None,
+            "module": modules[-1][0] if modules else None, "modules": modules,
             "inputs": [arg.name for arg in node.all_input_nodes],
         })
     return rows

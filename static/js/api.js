@@ -26,9 +26,11 @@ export const api = {
   job: (id) => request("GET", `/api/jobs/${encodeURIComponent(id)}`),
   cancel: (id) => request("POST", `/api/jobs/${encodeURIComponent(id)}/cancel`),
   status: () => request("GET", "/api/status"),
-  graph: (key, compileId, stage, collapse) => embedded ? embeddedGraph(compileId, stage, collapse)
+  graph: (key, compileId, stage, collapse, expanded = null) => embedded
+    ? embeddedGraph(compileId, stage, collapse, expanded)
     : request("GET", `/api/results/${encodeURIComponent(key)}/graph?` +
-      new URLSearchParams({ compile: compileId, stage, collapse })),
+      new URLSearchParams({ compile: compileId, stage, collapse,
+                            ...(expanded ? { expand: JSON.stringify(expanded) } : {}) })),
   reportUrl: (key) => `/api/results/${encodeURIComponent(key)}/report.html`,
   traceLog: (files) => {
     const form = new FormData();
@@ -45,10 +47,12 @@ export const api = {
 // stage text fetched on demand reads the embedded result's compiles[i].stages[STAGE]).
 export const embedded = JSON.parse(document.getElementById("boot").textContent).report ?? null;
 
-async function embeddedGraph(compileId, stage, collapse) {
+async function embeddedGraph(compileId, stage, collapse, expanded) {
   const graph = embedded.graphs[`${compileId} ${stage}`];
   if (!graph) throw new Error("this report holds no graph for this stage");
-  if (collapse !== "auto") throw new Error("a report holds each graph as first shown (collapse: auto)");
+  if (collapse !== "auto" || expanded) {
+    throw new Error("a report holds each graph as first shown: open torchbolt to expand its groups");
+  }
   return graph;
 }
 

@@ -1,6 +1,5 @@
 // DOM helpers. User text only ever reaches the page through textContent / attributes set here
-// (never innerHTML), so it cannot become markup. `escapeHtml` is for plotly's hover labels,
-// which accept a small HTML subset.
+// (never innerHTML), so it cannot become markup.
 
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
@@ -27,13 +26,6 @@ export function append(el, children) {
 export function clear(el, ...children) {
   el.replaceChildren();
   return append(el, children);
-}
-
-// Plotly's labels are text with a few tags; it decodes &amp; &lt; &gt; (not &quot;), and
-// quotes are harmless outside attributes, so these three are all that needs escaping.
-const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;" };
-export function escapeHtml(text) {
-  return String(text ?? "").replace(/[&<>]/g, (c) => ENTITIES[c]);
 }
 
 // Links from results (PyTorch's graph-break docs) are only followed when they are https.

@@ -93,6 +93,16 @@ export class Panes {
     compareWithPrevious(this, id, stage, previous);
   }
 
+  // A graph node's kernel: the Kernels stage in the next pane (the same one when alone),
+  // scrolled to the kernel's header.
+  openKernel(name, from) {
+    const target = this.panes.length > 1 ? this.panes[(this.panes.indexOf(from) + 1) % this.panes.length] : from;
+    target.choose({ stage: "kernels" });
+    const line = target.artifact?.text.split("\n").findIndex((l) => l.includes(`===== ${name} (`));
+    if (target.viewer && line >= 0) scrollToLine(target.viewer, line + 1);
+    target.el.dataset.kernel = name;
+  }
+
   // User lines shown in any text pane, so the editor can colour the same lines.
   userLines() {
     const lines = new Set();
@@ -180,7 +190,8 @@ class Pane {
       renderGraph(this.body, { key: this.owner.key, compileId: compile.id, stage,
                                collapse: this.state.collapse ?? "auto", dark: this.owner.dark,
                                onUserLine: this.owner.onUserLine,
-                               onCollapse: (collapse) => this.choose({ collapse }) });
+                               onCollapse: (collapse) => this.choose({ collapse }),
+                               onKernel: (name) => this.owner.openKernel(name, this) });
     } else if (view === "grouped") {
       this.body.append(renderGuards(this.artifact, this.owner.onUserLine,
                                     failedGuards(this.owner.result, compile.id)));

@@ -5,7 +5,7 @@
 // page through dom.js; the figures' labels were escaped where they were built (plots.py).
 
 import { h, clear } from "./dom.js";
-import { loadPlotly } from "./graph.js";
+import { loadPlotly } from "./plotly.js";
 
 const RATES = [ // optional kernel columns (GPU): [row key, header, format]
   ["us_alone", "alone, per launch (as do_bench)", (v) => duration(v / 1e3)],

@@ -4,7 +4,8 @@ Inductor compiles each AOT graph separately (forward, backward, or inference), s
 hold several of each; they are joined into one text with a labelled section per graph. The label
 comes from the `# AOT ID: ['0_forward']` header of the matching output module. The loop IR's lines
 map to the user lines of each op's origin nodes (`ir_origins` records); the output module's
-kernels line by line and its launches to theirs (`compiler_core.report.provenance`).
+kernels line by line and its launches to theirs (`compiler_core.report.provenance`). The post-grad
+graph also gets `modules`, each node's module stack by node id (as `report.fxgraph` names them).
 """
 
 from __future__ import annotations
@@ -57,20 +58,29 @@ def output_code_map(compile_records, texts: list[str]) -> tuple[list, list]:
     return maps, keys
 
 
+def node_modules(records: list[dict], labels: list[str]) -> dict[str, list]:
+    """Node id -> module stack, from the table the capture attached to each post-grad graph."""
+    prefixes = [f"{label}:" if len(records) > 1 else "" for label in labels]
+    return {prefix + name: stack for prefix, record in zip(prefixes, records)
+            for name, stack in (record["meta"].get("modules") or {}).items()}
+
+
 def extract(compile_records) -> dict:
     labels = graph_labels(compile_records)
     out = {}
     for spec in SPECS:
         stage, title, language = spec.name, spec.title, spec.language
-        texts = [r["payload"] or "" for r in compile_records.all(spec.records[0])]
-        if not texts:
+        records = compile_records.all(spec.records[0])
+        if not records:
             continue
+        texts = [r["payload"] or "" for r in records]
         parts = [(labels[i] if i < len(labels) else f"graph {i}", t) for i, t in enumerate(texts)]
         text, sections = join_sections(parts)
         out[stage] = artifact(stage, compile_records.compile_id, title, language, text,
                               sections=sections)
         if stage == "post_grad_graph":
             out[stage]["src_lines"] = fx_src_lines(text, compile_records.user_file)
+            out[stage]["modules"] = node_modules(records, [label for label, _ in parts])
         elif stage == "output_code":
             maps, keys = output_code_map(compile_records, texts)
             provenance.attach(out[stage], provenance.place(maps, sections, []),

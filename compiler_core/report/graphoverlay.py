@@ -1,0 +1,61 @@
+"""Overlays of a graph view: the kernel each node fused into, and the kernels' measured time.
+
+The links are the result's own: each kernel lists the post-grad nodes it came from (`nodes`, from
+Inductor's provenance tracking) and their Dynamo graph nodes (`dynamo_nodes`); other stages have
+no node-level link. Times are the per-kernel rows the timings measured for the compiled callable
+that ran this compile (`timings[i].kernels.compiled`; a library kernel such as
+`extern_kernels.mm` is the profiler's `aten::mm`). A kernel's share is its time over the time of
+every measured kernel of that callable (framework rows left out).
+"""
+
+from __future__ import annotations
+
+NOT_KERNELS = {"framework"}
+
+
+def kernels_by_node(compiled: dict, stage: str, nodes: list[dict]) -> dict[str, list[int]]:
+    """Node id -> indices into the compile's kernel list."""
+    kernels = compiled.get("kernels") or []
+    sectioned = any(node.get("graph") for node in nodes)
+    ids = {(node.get("graph") or "", node["name"]): node["id"] for node in nodes}
+    out: dict[str, list[int]] = {}
+    for index, kernel in enumerate(kernels):
+        if stage == "post_grad_graph":
+            names = [(kernel.get("graph", "") if sectioned else "", n) for n in kernel["nodes"]]
+        elif stage == "dynamo_graph":
+            names = [("", n) for n in kernel.get("dynamo_nodes") or []]
+        else:
+            return {}
+        for key in names:
+            if key in ids and index not in out.setdefault(ids[key], []):
+                out[ids[key]].append(index)
+    return out
+
+
+def _profiler_name(kernel_name: str) -> str:
+    return "aten::" + kernel_name.removeprefix("extern_kernels.") if kernel_name.startswith(
+        "extern_kernels.") else kernel_name
+
+
+def kernel_times(result: dict, compiled: dict) -> list[dict | None]:
+    """Per kernel of the compile: {us, share} where the timings measured it, else None."""
+    callables = {call["callable"] for call in result.get("calls") or []
+                 if compiled["id"] in (call.get("entries") or [])}
+    rows = [row for timing in result.get("timings") or [] if timing.get("callable") in callables
+            for row in (timing.get("kernels") or {}).get("compiled") or []
+            if row.get("kind") not in NOT_KERNELS]
+    total = sum(row["us_per_call"] for row in rows) or None
+    by_name = {row["name"]: row["us_per_call"] for row in rows}
+    out = []
+    for kernel in compiled.get("kernels") or []:
+        us = by_name.get(_profiler_name(kernel["name"]))
+        out.append({"us": round(us, 3), "share": round(us / total, 4)} if us and total else None)
+    return out
+
+
+def kernel_table(result: dict, compiled: dict) -> list[dict]:
+    """The compile's kernels as the graph view shows them: name, kind, time and share."""
+    times = kernel_times(result, compiled)
+    return [{"name": kernel["name"], "kind": kernel["kind"], "graph": kernel.get("graph", ""),
+             **(time or {"us": None, "share": None})}
+            for kernel, time in zip(compiled.get("kernels") or [], times)]
