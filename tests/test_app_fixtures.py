@@ -54,7 +54,13 @@ class Compiler:
     def __call__(self, source: str, **options) -> dict:
         key = repr((source, sorted(options.items())))
         if key not in self.jobs:
-            response = self.client.post("/api/compile", json={"source": source, "options": options})
+            deadline = time.monotonic() + 120
+            while True:  # a browser test's runs (same client address) may hold both slots
+                response = self.client.post("/api/compile",
+                                            json={"source": source, "options": options})
+                if response.status_code != 429 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
             assert response.status_code == 202, response.get_json()
             self.jobs[key] = wait_for_job(self.client, response.get_json()["job"])
         return self.jobs[key]

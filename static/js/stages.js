@@ -60,7 +60,7 @@ export function filename(artifact) {
   return `${artifact.stage}_${id}.${EXTENSION[artifact.language] ?? "txt"}`;
 }
 
-// One text of the compile's kernels (with the H200 preview on, the previewed Triton kernels and
+// One text of the compile's kernels (with the GPU preview on, the previewed Triton kernels and
 // the CUDA-side module that launches them), each kernel under a header with its nodes and user
 // lines; `kernels` lists them for the pane's kernel list (jump-to lines, measured times).
 function kernelsArtifact({ name, title }, compile, result) {
