@@ -16,6 +16,7 @@ from .gallery import Example, get_example, list_examples
 from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
 from .report.fxgraph import stage_nodes as graph_nodes
+from .report.index import result_index, stage_part
 from .report.result import RESULT_VERSION, build_result
 from .report.stages import GRAPH_STAGES
 from .supervisor.job import Job, empty_result
@@ -44,4 +45,4 @@ def capture_this_process(stream, user_file: str):
 __all__ = ["ErrorKind", "Example", "GRAPH_STAGES", "Job", "Options", "OptionsError",
            "SandboxCheck", "Worker", "WorkerError", "build_result", "capture_this_process",
            "catalogue", "empty_result", "engine_version", "get_example", "graph_nodes",
-           "list_examples", "list_gpu_examples", "sandbox_check"]
+           "list_examples", "list_gpu_examples", "result_index", "sandbox_check", "stage_part"]

@@ -75,9 +75,8 @@ def describe(value) -> str:
 class CompileRecorder:
     """Installs itself as `torch.compile` for the duration of a job."""
 
-    def __init__(self, writer: RecordWriter, defaults: dict, user_file: str, after_call=None):
+    def __init__(self, writer: RecordWriter, defaults: dict, user_file: str):
         self.writer, self.defaults, self.user_file = writer, defaults, user_file
-        self.after_call = after_call or (lambda: None)  # runs when a compiled call returns
         self.callables: list[CompiledCallable] = []
         self.real_compile = torch.compile  # the real one, also for timing's own compiles
 
@@ -110,7 +109,6 @@ class CompileRecorder:
         if isinstance(compiled, torch.nn.Module):
             compiled.register_forward_pre_hook(
                 lambda _mod, args, kw: self._record_call(entry, args, kw), with_kwargs=True)
-            compiled.register_forward_hook(lambda *_: self.after_call(), always_call=True)
             return compiled
 
         @functools.wraps(compiled)
@@ -118,10 +116,7 @@ class CompileRecorder:
             if torch.compiler.is_compiling():  # called from inside another compiled region:
                 return compiled(*args, **kw)   # let Dynamo inline it, as without torchbolt
             self._record_call(entry, args, kw)
-            try:
-                return compiled(*args, **kw)
-            finally:
-                self.after_call()
+            return compiled(*args, **kw)
         return call
 
     def _record_call(self, entry: CompiledCallable, args: tuple, kwargs: dict) -> None:

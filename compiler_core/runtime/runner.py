@@ -116,6 +116,7 @@ def execute(source: str, user_file: str) -> None:
 
 def run_job(source: str, user_file: str, options: Options, writer: RecordWriter) -> None:
     """Run the script; every outcome ends with a `run_end` record unless the process dies."""
+    session = None
     try:
         device = resolve_device(options.device)
         writer.emit("environment", None, None, **environment(device))
@@ -125,15 +126,13 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
         session = CaptureSession(writer, user_file)
         session.attach()
         measure.before_script(session, device)
-        recorder = CompileRecorder(writer, options.compile_defaults(), user_file,
-                                   after_call=session.emit_views)
+        recorder = CompileRecorder(writer, options.compile_defaults(), user_file)
         recorder.install()
         try:
             execute(source, user_file)
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise
-        session.emit_views()
         if not recorder.callables:
             writer.emit("error", None, None, **ErrorKind.NO_COMPILE.error(NO_COMPILE_HINT))
         else:
@@ -146,6 +145,8 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:
+        if session is not None and options.views:
+            session.emit_views()  # last: every stage PyTorch produced is recorded before them
         sys.stdout.flush()
         sys.stderr.flush()
         writer.emit("run_end")

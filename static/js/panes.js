@@ -5,8 +5,12 @@ import { h, clear, copyText, download } from "./dom.js";
 import { createViewer, markLines, scrollToLine, setTheme } from "./editor.js";
 import { renderGraph } from "./graph.js";
 import { renderGuards } from "./guards.js";
+import { frameLabel } from "./runpanel.js";
+import { StageTexts } from "./stagetexts.js";
 import { renderTimings } from "./timings.js";
 import { artifactFor, filename, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
+
+const VIEWS = ["core_aten", "prims"]; // re-traced with the `views` option only
 
 export class Panes {
   constructor(root, settings, { onUserLine, onChange }) {
@@ -17,6 +21,7 @@ export class Panes {
     this.result = null;
     this.key = null;
     this.focus = new Set();
+    this.texts = new StageTexts(() => this.render());
     this.dark = settings.theme === "dark";
     this.panes = [];
     this.build();
@@ -41,9 +46,11 @@ export class Panes {
     this.build();
   }
 
-  setResult(result, key) {
+  // `where` ({job} or {key}) serves the texts of an indexed result (stagetexts.js).
+  setResult(result, key, where = null) {
     this.result = result;
     this.key = key;
+    this.texts.setSource(where);
     this.render();
   }
 
@@ -116,16 +123,18 @@ class Pane {
   }
 
   render() {
-    const compile = this.compile();
-    const stage = resolveStage(compile, this.state.stage);
-    this.artifact = artifactFor(compile, stage, this.owner.result);
+    const indexed = this.compile();
+    const stage = resolveStage(indexed, this.state.stage);
+    const compile = this.owner.texts.complete(indexed, stage); // null: its text is on its way
+    const loading = compile === null;
+    this.artifact = loading ? null : artifactFor(compile, stage, this.owner.result);
     const views = viewsFor(stage, this.artifact);
     const view = views.some(([v]) => v === this.state.view) ? this.state.view : views[0][0];
-    this.renderSelects(compile, stage);
+    this.renderSelects(indexed, stage);
     this.renderViews(views, view);
     // "Waiting for ..." and "Measuring ..." are replaced when the job ends, even with nothing new.
     const waiting = this.owner.result?.partial && (!this.artifact || view === "timings");
-    const key = [this.owner.key, waiting, compile?.id, stage, view, this.artifact?.text.length,
+    const key = [this.owner.key, waiting, loading, indexed?.id, stage, view, this.artifact?.text.length,
                  this.owner.dark, this.state.collapse].join("|");
     if (key === this.renderedKey) return;
     this.renderedKey = key;
@@ -139,13 +148,18 @@ class Pane {
     this.el.dataset.view = view;
     if (!this.owner.result) {
       this.body.append(h("p", { class: "empty" }, "Compile a script (Ctrl+Enter) to see this stage."));
+    } else if (loading) {
+      this.body.append(h("p", { class: "empty" }, `Loading ${stageLabel(stage, indexed)} ...`));
     } else if (view === "timings") {
       renderTimings(this.body, this.owner.result);
     } else if (!this.artifact) {
       const running = this.owner.result.partial;
       const label = stageLabel(stage, compile);
-      this.body.append(h("p", { class: "empty" }, running ? `Waiting for ${label} ...`
-        : `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage.`));
+      const untraced = VIEWS.includes(stage) && this.owner.result.options?.views === false;
+      this.body.append(h("p", { class: "empty" }, untraced
+        ? `${label} is a view torchbolt traces only when asked: tick "ATen views" and compile again.`
+        : running ? `Waiting for ${label} ...`
+          : `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage.`));
     } else if (view === "graph") {
       renderGraph(this.body, { key: this.owner.key, compileId: compile.id, stage,
                                collapse: this.state.collapse ?? "auto", dark: this.owner.dark,
@@ -158,6 +172,7 @@ class Pane {
       this.viewer = createViewer(this.body, {
         text: python ? this.artifact.source : this.artifact.text,
         lang: python ? "python" : this.artifact.language,
+        names: python ? null : this.artifact.names,
         onLineClick: (line) => {
           const user = this.viewer && !python ? this.artifact.src_lines[line - 1] : null;
           if (user) this.owner.onUserLine(user);
@@ -173,7 +188,7 @@ class Pane {
     const compiles = this.owner.result?.compiles ?? [];
     clear(this.compileSelect, compiles.length ? compiles.map((c) =>
       h("option", { value: c.id, selected: c.id === compile?.id },
-        `${c.id} ${c.frame?.name ?? ""}`)) : h("option", {}, "—"));
+        `${c.id} ${frameLabel(c, this.owner.result?.user_file)}`)) : h("option", {}, "—"));
     const result = this.owner.result;
     clear(this.stageSelect, stageMenu(compile, result, stage).map(([name, label]) => {
       const present = !result || artifactFor(compile, name, result);
