@@ -5,7 +5,7 @@ parameter names read as module paths with the full name on hover."""
 from __future__ import annotations
 
 from conftest import TINY_ENCODER
-from test_browser import open_page, page, pane, run_script  # noqa: F401 (page: a fixture)
+from test_browser import open_page, page, pane, run_script, shot  # noqa: F401 (page: a fixture)
 
 pytest_plugins = ["test_app_fixtures"]
 CALL_LINE = TINY_ENCODER.splitlines().index("out = encoder(torch.randn(2, 4, 16))") + 1
@@ -29,6 +29,7 @@ def test_encoder_result_loads_stage_texts_on_demand(page, live_server, compiled)
     assert name.get_attribute("title") == \
         "l_fn_modules_layers_modules_0_modules_self_attn_parameters_in_proj_bias_"
     assert "l_fn_modules_" not in page.inner_text(f"{pane(page, 0)} .cm-content")
+    shot(page, "encoder_short_names")
     assert any("stage=dynamo_graph" in url for url in stage_requests)
 
     page.click(f"{pane(page, 0)} .cm-line >> nth=0")  # the class line: no user line to jump to
@@ -42,5 +43,3 @@ def test_encoder_result_loads_stage_texts_on_demand(page, live_server, compiled)
     assert "l_fn_modules_layers_modules_0_modules_self_attn_parameters_in_proj_bias_" in copied
     assert "layers.0.self_attn.in_proj_bias" not in copied
 
-    page.select_option(f"{pane(page, 1)} .pane-stage", "core_aten")
-    assert "ATen views" in page.inner_text(f"{pane(page, 1)} .pane-body")

@@ -120,12 +120,12 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
     try:
         device = resolve_device(options.device)
         writer.emit("environment", None, None, **environment(device))
-        note = configure_job(device, source)
+        note = configure_job(device, source, options.measure)
         if note:
             writer.emit("note", None, None, text=note)
         session = CaptureSession(writer, user_file)
         session.attach()
-        measure.before_script(session, device)
+        measure.before_script(session, device, timings=options.measure)
         recorder = CompileRecorder(writer, options.compile_defaults(), user_file)
         recorder.install()
         try:

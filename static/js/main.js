@@ -37,7 +37,8 @@ function showUserLine(line) {
   selectLine(editor, line);
 }
 
-const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onChange: persist });
+const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onChange: persist,
+                                                 onTexts: () => recolorEditor() });
 const run = new RunPanel($("#run"), settings, {
   errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
   onCompile: (id) => panes.showCompile(id),

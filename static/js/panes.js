@@ -10,10 +10,8 @@ import { StageTexts } from "./stagetexts.js";
 import { renderTimings } from "./timings.js";
 import { artifactFor, filename, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
 
-const VIEWS = ["core_aten", "prims"]; // re-traced with the `views` option only
-
 export class Panes {
-  constructor(root, settings, { onUserLine, onChange }) {
+  constructor(root, settings, { onUserLine, onChange, onTexts }) {
     this.root = root;
     this.settings = settings;
     this.onUserLine = onUserLine; // a pane line or graph node was clicked: its user line
@@ -21,7 +19,8 @@ export class Panes {
     this.result = null;
     this.key = null;
     this.focus = new Set();
-    this.texts = new StageTexts(() => this.render());
+    // A stage's text arrived: show it, and let the editor colour the lines it came from.
+    this.texts = new StageTexts(() => { this.render(); onTexts?.(); });
     this.dark = settings.theme === "dark";
     this.panes = [];
     this.build();
@@ -155,11 +154,8 @@ class Pane {
     } else if (!this.artifact) {
       const running = this.owner.result.partial;
       const label = stageLabel(stage, compile);
-      const untraced = VIEWS.includes(stage) && this.owner.result.options?.views === false;
-      this.body.append(h("p", { class: "empty" }, untraced
-        ? `${label} is a view torchbolt traces only when asked: tick "ATen views" and compile again.`
-        : running ? `Waiting for ${label} ...`
-          : `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage.`));
+      this.body.append(h("p", { class: "empty" }, running ? `Waiting for ${label} ...`
+        : `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage.`));
     } else if (view === "graph") {
       renderGraph(this.body, { key: this.owner.key, compileId: compile.id, stage,
                                collapse: this.state.collapse ?? "auto", dark: this.owner.dark,
