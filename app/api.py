@@ -5,6 +5,8 @@ Job ids are handles: each submit gets its own, identical submits share one run a
     POST /api/compile              {"source", "options"[, "environment"]}
                                    -> {"job", "key", "status", "cached"}
     GET  /api/jobs/ID              -> {"status": queued|running|done|failed, "result": {...}}
+    GET  /api/jobs/ID?view=index&since=V, /api/jobs/ID/stage, /api/results/KEY/stage
+                                   -> the result in parts (app/transport.py)
     GET  /api/jobs/ID/events       -> text/event-stream: status, one `stage` per stage, `done`
     POST /api/jobs/ID/cancel       -> {"status"} (of this handle; the run stops when no one waits)
     GET  /api/results/KEY          -> {"source", "options", "result"} (the share store)
@@ -24,6 +26,7 @@ from compiler_core import catalogue, get_example, list_examples
 from .errors import ApiError
 from .graphview import graph_view, parse_collapse, parse_expand
 from .store import is_key
+from .transport import job_index, stage_answer
 from .validate import parse_compile_request, parse_environment
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -59,8 +62,15 @@ def compile_source():
 
 @bp.get("/jobs/<job_id>")
 def job_status(job_id: str):
-    """Status and result (partial while running)."""
-    return jsonify(find_job(job_id).to_json())
+    """Status and result (partial while running); `?view=index` its index (app/transport.py)."""
+    job = find_job(job_id)
+    return jsonify(job_index(job) if request.args.get("view") == "index" else job.to_json())
+
+
+@bp.get("/jobs/<job_id>/stage")
+def job_stage(job_id: str):
+    """One stage of the job's result so far: `?compile=0/0&stage=output_code`."""
+    return jsonify(stage_answer(find_job(job_id).current_result()))
 
 
 @bp.post("/jobs/<job_id>/cancel")
@@ -116,6 +126,12 @@ def stored(key: str) -> dict:
 def result(key: str):
     """A stored result with its code and options."""
     return jsonify({"ok": True, **stored(key)})
+
+
+@bp.get("/results/<key>/stage")
+def result_stage(key: str):
+    """One stage of a stored (or running) result: `?compile=0/0&stage=output_code`."""
+    return jsonify(stage_answer(manager().result_for(key) if is_key(key) else None))
 
 
 @bp.get("/results/<key>/graph")

@@ -129,10 +129,18 @@ class Handle:
     def current_result(self) -> dict | None:
         return self._result if self.detached else self.run.current_result()
 
-    def to_json(self) -> dict:
+    @property
+    def version(self) -> str:
+        """Changes whenever `current_result()` may have: a client that saw this version has
+        seen that result (a cursor for polling, app/transport.py)."""
+        if self.detached:
+            return "cancelled"
+        return "final" if self.run.result is not None else f"r{self.run.job.version}"
+
+    def to_json(self, with_result: bool = True) -> dict:
         run = self.run
         return {"ok": True, "job": self.id, "key": self.key, "status": self.status,
                 "cached": self.cached,
                 "message": None if self.detached else run.message,
                 "elapsed_s": round((self.finished or time.monotonic()) - self.created, 3),
-                "result": self.current_result()}
+                "result": self.current_result() if with_result else None}

@@ -20,6 +20,7 @@ from .gallery.lessons import Lesson, list_lessons
 from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
 from .report.graphview import graph_view
+from .report.index import result_index, stage_part
 from .report.result import RESULT_VERSION, build_result
 from .report.static_html import PAGE_ASSETS, report_html
 from .report.stages import GRAPH_STAGES
@@ -52,4 +53,5 @@ __all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "Job"
            "build_result", "capture_this_process", "catalogue", "compress_result", "empty_result",
            "engine_version", "environment_id", "environment_identity", "expand_result",
            "get_example", "graph_view", "list_examples", "list_gpu_examples", "list_lessons",
-           "placeholder_source", "redact_url", "report_html", "sandbox_check", "trace_result"]
+           "placeholder_source", "redact_url", "report_html", "result_index", "sandbox_check",
+           "stage_part", "trace_result"]

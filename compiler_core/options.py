@@ -80,6 +80,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("measure", "bool", True, label="measure",
            help="after the script, time each compiled callable against eager (a few seconds "
                 "more); off for the stages alone"),
+    Option("views", "bool", True, label="ATen views",
+           help="after the script (and its timings), re-trace each Dynamo graph to the Core "
+                "ATen and prims views (seconds more on big models); off for the stages alone"),
     Option("timeout", "number", 120.0, label="timeout",
            help="wall-clock seconds for the whole script", min=1, max=600),
     Option("memory_mb", "number", _default_memory_mb(), user=False,

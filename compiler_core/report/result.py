@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .calls import calls
+from .callsite import frame_of, user_line
+from . import names
 from .census import census
 from .stages import EXTRACTORS, export, torchscript, triton_ir
 from .stages.breaks import graph_breaks, recompiles
@@ -41,20 +43,6 @@ def group_by_compile(records: list[dict], user_file: str) -> list[CompileRecords
     return list(groups.values())
 
 
-def frame_of(group: CompileRecords) -> dict:
-    """The frame Dynamo intercepted: innermost frame of `dynamo_start`, else the bytecode hook's."""
-    start = group.first("dynamo_start")
-    if start and start["meta"].get("stack"):
-        frame = start["meta"]["stack"][-1]
-        return {"name": frame.get("name"), "filename": frame.get("filename"),
-                "line": frame.get("line")}
-    bytecode = group.first("bytecode")
-    if bytecode:
-        meta = bytecode["meta"]
-        return {"name": meta["name"], "filename": meta["filename"], "line": meta["line"]}
-    return {"name": None, "filename": None, "line": None}
-
-
 class _Extraction:
     """Runs one compile's extraction steps: a step that fails is recorded in `stage_errors`
     with its fallback value, and the other steps go on (strict mode raises instead)."""
@@ -84,9 +72,11 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
     stages: dict[str, dict] = {}
     for module in EXTRACTORS:
         stages.update(extraction.step(module.__name__, lambda m=module: m.extract(group), {}))
+    extraction.step("names", lambda: names.annotate(stages), None)
     for record in group.all("stage_error"):
         stage_errors.append({"compile_id": group.compile_id, **record["meta"]})
-    return {"id": group.compile_id, "frame": frame_of(group), "stages": stages,
+    return {"id": group.compile_id, "frame": frame_of(group), "user_line": user_line(group),
+            "stages": stages,
             "kernels": extraction.step("kernels", lambda: _kernels(group), []),
             "census": extraction.step("census", lambda: census(stages), {}),
             "has_graph": "dynamo_graph" in stages,

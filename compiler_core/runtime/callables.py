@@ -84,10 +84,9 @@ def user_line(user_file: str) -> int | None:
 class CompileRecorder:
     """Installs itself as `torch.compile` for the duration of a job."""
 
-    def __init__(self, writer: RecordWriter, defaults: dict, user_file: str, after_call=None,
+    def __init__(self, writer: RecordWriter, defaults: dict, user_file: str,
                  timeline: CallTimeline | None = None):
         self.writer, self.defaults, self.user_file = writer, defaults, user_file
-        self.after_call = after_call or (lambda: None)  # runs when a compiled call returns
         self.timeline = timeline  # told where each call begins and ends
         self.callables: list[CompiledCallable] = []
         self.real_compile = torch.compile  # the real one, also for timing's own compiles
@@ -132,7 +131,6 @@ class CompileRecorder:
     def _call_ended(self) -> None:
         if self.timeline:
             self.timeline.end()
-        self.after_call()
 
     def _record_call(self, entry: CompiledCallable, args: tuple, kwargs: dict) -> None:
         if self.timeline:

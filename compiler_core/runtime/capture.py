@@ -29,7 +29,7 @@ from torch._inductor.custom_graph_pass import CustomGraphPass
 from ..report.records import RecordWriter
 from ..report.trace_log import TraceConverter
 from . import line_owners
-from .views import module_stack, node_table, trace_views
+from .views import module_stack, node_table, root_module, trace_views
 
 IR_LOGGERS = {
     "ir_pre_fusion": "torch._inductor.debug.__ir_pre_fusion",
@@ -50,6 +50,10 @@ class TraceHandler(logging.Handler):
         super().__init__(logging.DEBUG)
         self.session = session
         self.converter = TraceConverter()
+        # trace_log sends each filename once, as an id; those interned before this handler
+        # (the zygote's warm-up compile) come from torch's own table.
+        from torch._logging.structured import INTERN_TABLE
+        self.converter.interned.update({index: name for name, index in INTERN_TABLE.items()})
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
@@ -111,7 +115,8 @@ def bytecode_hook(session: CaptureSession):
             return None
         session.codes[current_compile_id()] = code
         session.writer.emit("bytecode", current_compile_id(), None,
-                    name=code.co_name, filename=code.co_filename, line=code.co_firstlineno,
+                    name=code.co_name, qualname=getattr(code, "co_qualname", code.co_name),
+                    filename=code.co_filename, line=code.co_firstlineno,
                     original=_dis_text(code), transformed=_dis_text(new_code),
                     original_source=_decompile(code), transformed_source=_decompile(new_code))
         return None
@@ -202,13 +207,15 @@ class CaptureSession:
             return
         compile_id = current_compile_id()
         self.graphs.append((compile_id, copy_graph_module(gm), list(example_inputs)))
-        self.writer.emit("fx_nodes", compile_id, None, nodes=node_table(gm, self.user_file))
+        self.writer.emit("fx_nodes", compile_id, None, nodes=node_table(gm, self.user_file),
+                         root_module=root_module(gm))
 
     def emit_views(self) -> None:
         """Core ATen / prims views of the graphs captured since the last call.
 
-        Deferred until the compiled call returns (or the script ends), outside the backend call,
-        so that PyTorch's own compile-time metrics never include torchbolt's re-tracing."""
+        Run after the script and its timings (the `views` option), outside any backend call:
+        every stage PyTorch produces arrives first, and neither PyTorch's compile-time metrics
+        nor the compiles themselves wait for torchbolt's re-tracing."""
         while self.views_done < len(self.graphs):
             compile_id, gm, example_inputs = self.graphs[self.views_done]
             self.views_done += 1

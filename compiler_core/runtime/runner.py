@@ -118,17 +118,18 @@ def execute(source: str, user_file: str) -> None:
 
 def run_job(source: str, user_file: str, options: Options, writer: RecordWriter) -> None:
     """Run the script; every outcome ends with a `run_end` record unless the process dies."""
+    session = None
     try:
         device = resolve_device(options.device)
         writer.emit("environment", None, None, **environment(device))
-        note = configure_job(device, source)
+        note = configure_job(device, source, options.measure)
         if note:
             writer.emit("note", None, None, text=note)
         session = CaptureSession(writer, user_file)
         session.attach()
-        measure.before_script(session, device)
+        measure.before_script(session, device, timings=options.measure)
         recorder = CompileRecorder(writer, options.compile_defaults(), user_file,
-                                   after_call=session.emit_views, timeline=CallTimeline(session))
+                                   timeline=CallTimeline(session))
         recorder.install()
         programs = ProgramRecorder(session, user_file)
         programs.install()
@@ -137,7 +138,6 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise
-        session.emit_views()
         if not recorder.callables and not programs.recorded:
             writer.emit("error", None, None, **ErrorKind.NO_COMPILE.error(NO_COMPILE_HINT))
         else:
@@ -150,6 +150,8 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:
+        if session is not None and options.views:
+            session.emit_views()  # last: every stage PyTorch produced is recorded before them
         sys.stdout.flush()
         sys.stderr.flush()
         writer.emit("run_end")

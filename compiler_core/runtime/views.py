@@ -50,6 +50,16 @@ def node_table(gm, user_file: str) -> list[dict]:
     return rows
 
 
+def root_module(gm) -> str | None:
+    """The class name of the module the graph's frame called as a whole (the one whose path is
+    a bare local, `L['fn']` in Dynamo's wrapper of a compiled nn.Module), else None."""
+    for node in gm.graph.nodes:
+        for path, module_type in (node.meta.get("nn_module_stack") or {}).values():
+            if path.startswith("L[") and path.endswith("]") and "." not in path:
+                return getattr(module_type, "__name__", str(module_type).rsplit(".", 1)[-1])
+    return None
+
+
 def _concrete(value):
     """A SymInt becomes its hint: make_fx traces this view with concrete sizes."""
     if isinstance(value, torch.SymInt):

@@ -45,6 +45,11 @@ class Job:
     def cancelled(self) -> bool:
         return self._cancel.is_set()
 
+    @property
+    def version(self) -> int:
+        """Grows with each record, and once more when the final result is set."""
+        return len(self._records) + (self.result is not None)
+
     def partial_result(self) -> dict | None:
         """The final result, or while running one built from the records so far
         (`"partial": true`); None before the script started."""

@@ -20,10 +20,21 @@ async function request(method, url, body) {
   return data;
 }
 
+const jobUrl = (id) => `/api/jobs/${encodeURIComponent(id)}`;
+const resultUrl = (key) => `/api/results/${encodeURIComponent(key)}`;
+
 export const api = {
   compile: (source, options, environment) => request("POST", "/api/compile",
     { source, options, environment }),
-  job: (id) => request("GET", `/api/jobs/${encodeURIComponent(id)}`),
+  // The job with its result as an *index* (each stage without its text, app/transport.py);
+  // `since`, the version last seen: then only what is new (`unchanged: true`, no result).
+  job: (id, since) => request("GET", `${jobUrl(id)}?` +
+    new URLSearchParams(since ? { view: "index", since } : { view: "index" })),
+  // One stage's full part, {artifact} (or {kernels} for "kernels"), of a job's result or of a
+  // stored one: `where` is {job} or {key}. Only an indexed result needs it: a whole result
+  // (a share link's, or one embedded in a page) has every text already.
+  stage: (where, compileId, stage) => request("GET", `${where.job ? jobUrl(where.job) : resultUrl(where.key)}` +
+    `/stage?${new URLSearchParams({ compile: compileId, stage })}`),
   cancel: (id) => request("POST", `/api/jobs/${encodeURIComponent(id)}/cancel`),
   status: () => request("GET", "/api/status"),
   graph: (key, compileId, stage, collapse, expanded = null) => embedded
@@ -68,11 +79,13 @@ export function followJob(id, handlers, pollMs = 1000) {
   let stopped = false;
   let timer = null;
   const finish = (data) => { stopped = true; source.close(); clearTimeout(timer); handlers.done?.(data); };
+  let since = null;
   const poll = async () => {
     timer = null;
     let job = null;
     try {
-      job = await api.job(id);
+      job = await api.job(id, since);
+      since = job.version;
     } catch (error) {
       if (error.status === 404 || error.status === 401) {
         stopped = true;
@@ -82,7 +95,7 @@ export function followJob(id, handlers, pollMs = 1000) {
     }
     if (stopped) return;
     if (job?.status === "done" || job?.status === "failed") return finish(job);
-    if (job) handlers.progress?.(job);
+    if (job && !job.unchanged) handlers.progress?.(job);
     timer = setTimeout(poll, pollMs); // also after a network blip: try again
   };
   const source = new EventSource(`/api/jobs/${encodeURIComponent(id)}/events`);

@@ -7,6 +7,7 @@ import {
   basicSetup, python, cpp, json, oneDark, lintGutter, setDiagnostics, Prec,
 } from "../vendor/codemirror.js";
 import { shortPaths } from "./paths.js";
+import { fullNames, shortenNames } from "./names.js";
 
 const PALETTE_SIZE = 8;
 // {colors: Map(line -> user line), focused: Set(line), linked: Set(line)}: document lines.
@@ -150,16 +151,34 @@ export function setMarks(view, marks) {
   view.dispatch(setDiagnostics(view.state, diagnostics));
 }
 
-// A read-only viewer for one stage's text. `onLineClick(documentLine)`.
-export function createViewer(parent, { text, lang, onLineClick }) {
+// Short FX names (names.js): a hover title with the full name, and copies give full names.
+function nameExtensions(spans) {
+  if (!spans.length) return [];
+  const marks = Decoration.set(spans.map((s) =>
+    Decoration.mark({ class: "tb-name", attributes: { title: s.full } }).range(s.from, s.to)));
+  return [EditorView.decorations.of(marks), EditorView.domEventHandlers({
+    copy: (event, v) => {
+      const { from, to } = v.state.selection.main;
+      if (from === to || !event.clipboardData) return false;
+      event.clipboardData.setData("text/plain", fullNames(v.state.doc.toString(), from, to, spans));
+      event.preventDefault();
+      return true;
+    },
+  })];
+}
+
+// A read-only viewer for one stage's text. `onLineClick(documentLine)`; `names` shortens FX
+// names for display (see names.js).
+export function createViewer(parent, { text, lang, onLineClick, names }) {
   const theme = new Compartment();
+  const shown = shortenNames(text, names);
   const view = new EditorView({
     parent,
     state: EditorState.create({
-      doc: text,
+      doc: shown.text,
       extensions: [
         baseExtensions(theme), language(lang), EditorState.readOnly.of(true), rowMarks,
-        EditorView.decorations.of(pathDecorations(text)),
+        EditorView.decorations.of(pathDecorations(shown.text)), nameExtensions(shown.spans),
         EditorView.domEventHandlers({
           mouseup: (event, v) => {
             const pos = v.posAtCoords({ x: event.clientX, y: event.clientY });

@@ -40,7 +40,8 @@ function showUserLine(line) {
   selectLine(editor, line);
 }
 
-const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onChange: persist });
+const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onChange: persist,
+                                                 onTexts: () => recolorEditor() });
 const run = new RunPanel($("#run"), settings, {
   errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
   onCompile: (id) => panes.showCompile(id),
@@ -83,7 +84,7 @@ function showResult(result, key) {
     timing.firstContent = performance.now() - timing.submit;
   }
   run.setResult(result);
-  panes.setResult(result, key);
+  panes.setResult(result, key, current?.id ? { job: current.id } : key ? { key } : null);
   setMarks(editor, result ? marksFor(result) : []);
   recolorEditor();
   if (result?.environment?.torch) showEnvironment(result.environment);
@@ -97,7 +98,8 @@ function showEnvironment(env) {
 }
 
 // ---------------------------------------------------------------- jobs
-let refreshTimer = null;
+let refreshing = null; // the refresh in flight
+let refreshAgain = null; // the job to refresh once more after it
 function showJob(data, final) {
   showResult(data.result, data.key);
   if (data.message) toast(data.message, 8000); // the engine failed, not the script
@@ -108,14 +110,22 @@ function showJob(data, final) {
   }
 }
 
+// The job's result index: while it runs, only when new (`since`); the final one in full.
 async function refresh(jobId, final) {
-  const data = await api.job(jobId);
-  if (current?.id === jobId) showJob(data, final);
+  const data = await api.job(jobId, final ? null : current?.version);
+  if (current?.id !== jobId || (current.finished && !final)) return; // a late partial answer
+  current.version = data.version;
+  if (final || !data.unchanged) showJob(data, final);
 }
 
+// At once on a stage event, then one refresh at a time: events during one ask for one more.
 function scheduleRefresh(jobId) {
-  if (refreshTimer) return;
-  refreshTimer = setTimeout(() => { refreshTimer = null; refresh(jobId, false).catch(() => {}); }, 300);
+  if (refreshing) { refreshAgain = jobId; return; }
+  refreshing = refresh(jobId, false).catch(() => {}).finally(() => {
+    const next = refreshAgain;
+    refreshing = refreshAgain = null;
+    if (next) scheduleRefresh(next);
+  });
 }
 
 function finishJob(key) {
@@ -175,7 +185,7 @@ async function compile() {
       showJob(data, false);
     },
     polling: () => toast("Live updates are busy on this server: checking the job every second instead", 4000),
-    done: () => refresh(jobId, true),
+    done: () => { timing.doneEvent = performance.now() - timing.submit; refresh(jobId, true); },
     lost: (error) => toast(`Lost this job: ${error.message}`, 8000),
   });
 }

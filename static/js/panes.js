@@ -8,12 +8,13 @@ import { failedGuards, renderGuards } from "./guards.js";
 import { applyDiffs, compareWithPrevious, diffSelect, previousOf, renderDiffSelect } from "./compare.js";
 import { renderKernelList } from "./kernels.js";
 import { kernelKeyOf, linesOfKey, linesOfUsers, userLinesOf } from "./linking.js";
+import { StageTexts } from "./stagetexts.js";
 import { renderTimings } from "./timings.js";
 import { entryLabel, pickable, programStage } from "./programs.js";
 import { artifactFor, filename, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
 
 export class Panes {
-  constructor(root, settings, { onUserLine, onChange }) {
+  constructor(root, settings, { onUserLine, onChange, onTexts }) {
     this.root = root;
     this.settings = settings;
     this.onUserLine = onUserLine; // a pane line or graph node was clicked: its user line
@@ -22,6 +23,8 @@ export class Panes {
     this.key = null;
     this.focus = new Set();
     this.link = null; // {key, user, pane}: a pane line was clicked; others show its kernel line
+    // A stage's text arrived: show it, and let the editor colour the lines it came from.
+    this.texts = new StageTexts(() => { this.render(); onTexts?.(); });
     this.dark = settings.theme === "dark";
     this.panes = [];
     this.build();
@@ -46,9 +49,11 @@ export class Panes {
     this.build();
   }
 
-  setResult(result, key) {
+  // `where` ({job} or {key}) serves the texts of an indexed result (stagetexts.js).
+  setResult(result, key, where = null) {
     this.result = result;
     this.key = key;
+    this.texts.setSource(where);
     this.render();
   }
 
@@ -156,16 +161,18 @@ class Pane {
   }
 
   render() {
-    const compile = this.compile();
-    const stage = resolveStage(compile, programStage(compile, this.state.stage));
-    this.artifact = artifactFor(compile, stage, this.owner.result);
+    const indexed = this.compile();
+    const stage = resolveStage(indexed, programStage(indexed, this.state.stage));
+    const compile = this.owner.texts.complete(indexed, stage); // null: its text is on its way
+    const loading = compile === null;
+    this.artifact = loading ? null : artifactFor(compile, stage, this.owner.result);
     const views = viewsFor(stage, this.artifact);
     const view = views.some(([v]) => v === this.state.view) ? this.state.view : views[0][0];
-    this.renderSelects(compile, stage);
+    this.renderSelects(indexed, stage);
     this.renderViews(views, view);
     // "Waiting for ..." and "Measuring ..." are replaced when the job ends, even with nothing new.
     const waiting = this.owner.result?.partial && (!this.artifact || view === "timings");
-    const key = [this.owner.key, waiting, compile?.id, stage, view, this.artifact?.text.length,
+    const key = [this.owner.key, waiting, loading, indexed?.id, stage, view, this.artifact?.text.length,
                  this.owner.dark, this.state.collapse].join("|");
     if (key === this.renderedKey) return;
     this.renderedKey = key;
@@ -179,6 +186,8 @@ class Pane {
     this.el.dataset.view = view;
     if (!this.owner.result) {
       this.body.append(h("p", { class: "empty" }, "Compile a script (Ctrl+Enter) to see this stage."));
+    } else if (loading) {
+      this.body.append(h("p", { class: "empty" }, `Loading ${stageLabel(stage, indexed)} ...`));
     } else if (view === "timings") {
       renderTimings(this.body, this.owner.result);
     } else if (!this.artifact) {
@@ -208,6 +217,7 @@ class Pane {
       this.viewer = createViewer(host, {
         text: python ? this.artifact.source : this.artifact.text,
         lang: python ? "python" : this.artifact.language,
+        names: python ? null : this.artifact.names,
         onLineClick: (line) => { if (this.viewer && !python) this.owner.selectPaneLine(this, line); },
       });
       this.python = python;
@@ -220,7 +230,7 @@ class Pane {
   renderSelects(compile, stage) {
     const compiles = pickable(this.owner.result);
     clear(this.compileSelect, compiles.length ? compiles.map((c) =>
-      h("option", { value: c.id, selected: c.id === compile?.id }, entryLabel(c))) : h("option", {}, "—"));
+      h("option", { value: c.id, selected: c.id === compile?.id }, entryLabel(c, this.owner.result?.user_file))) : h("option", {}, "—"));
     const result = this.owner.result;
     renderDiffSelect(this.owner, this);
     const previous = previousOf(result, compile?.id);

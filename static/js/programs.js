@@ -1,6 +1,7 @@
 // The programs a pane can show: the run's compiles, then what torch.export and torch.jit made
 // (result.exports, result.torchscript), shown like compiles: an id, a label and stages.
 
+import { frameLabel } from "./runpanel.js";
 import { stageList } from "./stages.js";
 
 export function pickable(result) {
@@ -11,8 +12,8 @@ export function pickable(result) {
   return [...(result?.compiles ?? []), ...programs];
 }
 
-export function entryLabel(entry) {
-  return entry.label ?? `${entry.id} ${entry.frame?.name ?? ""}`;
+export function entryLabel(entry, userFile) {
+  return entry.label ?? `${entry.id} ${frameLabel(entry, userFile)}`;
 }
 
 // A program has its own stages: a pane set to a compile's stage shows the program's first (in

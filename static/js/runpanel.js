@@ -161,10 +161,19 @@ export class RunPanel {
     return h("div", { class: "compile-row", dataset: { compile: id } },
       compileId ? h("button", { class: "compile-id", title: "Show this compile in every pane",
                                 onclick: () => this.onCompile(id) }, id) : h("strong", {}, "run"),
-      h("span", { class: "frame" }, compileId ? frame?.name ?? "" : "after the script",
-        frame?.line ? [" ", lineLink(frame.line, this.onLine)] : ""),
+      h("span", { class: "frame", title: frame?.filename ? `${frame.filename}:${frame.line}` : null },
+        compileId ? frameLabel(compile, this.result?.user_file) : "after the script",
+        this.frameLine(compile)),
       h("div", { class: "chips" }, chips),
       this.censusLine(compile, labels));
+  }
+
+  // A frame in the user's script links its own line; one in library code (a compiled nn.Module
+  // from torch) the user's line that called it.
+  frameLine(compile) {
+    const own = isUserFrame(compile, this.result?.user_file);
+    const line = own ? compile?.frame?.line : compile?.user_line;
+    return line ? [own ? " " : " called at ", lineLink(line, this.onLine)] : "";
   }
 
   // The narrowing from Torch IR to ATen, Core ATen and prims: ops per graph stage.
@@ -225,4 +234,16 @@ export function breakLink(b) {
   return url ? h("a", { class: "gb-code", href: url, target: "_blank", rel: "noopener noreferrer",
                         title: "PyTorch's page on this graph break" }, b.gb_code)
     : h("code", { class: "gb-code" }, b.gb_code);
+}
+
+function isUserFrame(compile, userFile) {
+  return !compile?.frame?.filename || compile.frame.filename === userFile;
+}
+
+// What a compile's frame runs: its name in the user's script, else its qualified name
+// (`TransformerEncoder.forward` rather than Dynamo's wrapper `inner`).
+export function frameLabel(compile, userFile) {
+  const frame = compile?.frame;
+  if (!frame) return "";
+  return (isUserFrame(compile, userFile) ? frame.name : frame.qualname ?? frame.name) ?? "";
 }

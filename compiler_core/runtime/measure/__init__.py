@@ -1,12 +1,12 @@
 """Kernels and timings, around the user's script in the worker child.
 
-`before_script`: a note on the CPU's kernel profiling (set in `runtime.config`), autotuning
-hooks (GPU). `after_script`: the GPU's Triton kernels with their lowering stages, the timings of
-every compiled callable (unless the `measure` option is off), and with the `gpu_preview` option
-the preview of the kernels an H200 would run (meant for CPU-only machines; on a GPU it lets the
-preview be checked against the kernels that ran). Each step failing costs that step only (a
-`stage_error` record without a compile id names it); the profiler's and compilers' chatter goes
-to /dev/null rather than the user's stderr.
+`before_script`: a note on the CPU's kernel profiling (set in `runtime.config` when timings
+are measured), autotuning hooks (GPU). `after_script`: the GPU's Triton kernels with their
+lowering stages, the timings of every compiled callable (unless the `measure` option is off),
+and with the `gpu_preview` option the preview of the kernels an H200 would run (meant for
+CPU-only machines; on a GPU it lets the preview be checked against the kernels that ran). Each
+step failing costs that step only (a `stage_error` record without a compile id names it); the
+profiler's and compilers' chatter goes to /dev/null rather than the user's stderr.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from . import timing
 NOT_MEASURED = "Timings were not measured: the job's 'measure' option was off."
 
 
-def before_script(session: CaptureSession, device: str) -> None:
-    if device == "cpu":
+def before_script(session: CaptureSession, device: str, timings: bool) -> None:
+    if device == "cpu" and timings:
         session.writer.emit("note", None, None, text=(
             "Each C++ kernel in the generated code carries a RECORD_FUNCTION line (Inductor's "
             "cpp.enable_kernel_profile) so that the profiler can time it; without torchbolt "

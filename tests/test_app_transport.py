@@ -1,0 +1,81 @@
+"""The result in parts (issue 14): a job's result index, polled with `since`, and each stage's
+text on demand, gzipped; through Flask's test client on the real engine."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+
+import pytest
+
+from conftest import TINY_ENCODER
+from test_app_api import TINY
+
+pytest_plugins = ["test_app_fixtures"]
+
+
+@pytest.fixture(scope="module")
+def polled(client):
+    """A result big enough to travel as an index (2-layer nn.TransformerEncoder, fw+bw),
+    followed from submit to end as the page does: its index, polled with `since`."""
+    job = client.post("/api/compile", json={"source": TINY_ENCODER,
+                                            "options": {"measure": False}}).get_json()
+    since, moved, unchanged, data = None, 0, 0, {"status": "queued"}
+    deadline = time.monotonic() + 300
+    while data["status"] not in ("done", "failed") and time.monotonic() < deadline:
+        query = {"view": "index", **({"since": since} if since else {})}
+        response = client.get(f"/api/jobs/{job['job']}", query_string=query)
+        moved += len(response.get_data())
+        data = response.get_json()
+        unchanged += data["unchanged"]
+        since = data["version"]
+        time.sleep(0.02)
+    full = client.get(f"/api/jobs/{job['job']}").get_json()
+    return {"job": job, "moved": moved, "unchanged": unchanged, "last": data, "full": full}
+
+
+def test_polling_moves_less_than_one_copy_of_the_result(polled):
+    """Every 20 ms from submit to end, yet less than the result once (whole results each
+    time moved it once per poll)."""
+    assert polled["last"]["status"] == "done" and polled["unchanged"] > 0
+    assert polled["moved"] < len(json.dumps(polled["full"])), polled["moved"]
+
+
+def test_index_has_no_texts_and_each_stage_comes_on_demand(client, polled):
+    job, full = polled["job"], polled["full"]["result"]["compiles"][0]
+    compiled0 = polled["last"]["result"]["compiles"][0]
+    assert compiled0["indexed"] and set(compiled0["stages"]) == set(full["stages"])
+    for name, summary in compiled0["stages"].items():
+        assert "text" not in summary and summary["size"] == len(full["stages"][name]["text"])
+        part = client.get(f"/api/jobs/{job['job']}/stage",
+                          query_string={"compile": "0/0", "stage": name}).get_json()
+        assert part["artifact"] == full["stages"][name]
+    kernels = client.get(f"/api/results/{job['key']}/stage",
+                         query_string={"compile": "0/0", "stage": "kernels"}).get_json()
+    assert kernels["kernels"] == full["kernels"] and kernels["kernels"][0]["source"]
+    assert all("source" not in k for k in compiled0["kernels"])
+
+
+def test_since_the_current_version_sends_no_result(client, polled):
+    job_id = polled["job"]["job"]
+    assert polled["last"]["version"] == "final"
+    again = client.get(f"/api/jobs/{job_id}?view=index&since=final").get_json()
+    assert again["unchanged"] and again["result"] is None and again["status"] == "done"
+
+
+def test_a_small_final_result_travels_whole(client, compiled):
+    job = compiled(TINY)
+    index = client.get(f"/api/jobs/{job['job']}?view=index").get_json()
+    assert index["result"] == job["result"] and "indexed" not in index["result"]["compiles"][0]
+
+
+def test_stage_answers_are_gzipped_and_unknown_stages_404(client, polled):
+    job_id = polled["job"]["job"]
+    response = client.get(f"/api/jobs/{job_id}/stage", headers={"Accept-Encoding": "gzip"},
+                          query_string={"compile": "0/0", "stage": "output_code"})
+    assert response.headers["Content-Encoding"] == "gzip"
+    assert json.loads(gzip.decompress(response.get_data()))["artifact"]["text"]
+    for query in ({"compile": "0/0", "stage": "nope"}, {"compile": "9/9", "stage": "guards"}):
+        missing = client.get(f"/api/jobs/{job_id}/stage", query_string=query)
+        assert missing.status_code == 404 and missing.get_json()["ok"] is False
