@@ -5,11 +5,10 @@ starts a slot again when it exits. Each slot dies with this process (PR_SET_PDEA
 zygote and jobs with it (bubblewrap's --die-with-parent), so a SIGKILL here ends them all; the
 reaper (`reaper.py`) on the other slots or web servers then retries or fails their jobs.
 
-GPUs: slot i is pinned to GPU `gpus[i % len(gpus)]` (CUDA_VISIBLE_DEVICES), and a job with
-timings on holds that GPU's lock file for its whole run, so at most one timing run per GPU at a
-time, while jobs without timings (and the other GPUs' jobs) compile in parallel. Several slots
-per GPU therefore overlap compiles but never timings. (A lock around the timing phase alone
-would need the sandboxed job to wait for its supervisor before timing; it only sends records.)
+GPUs: slot i is pinned to GPU `gpus[i % len(gpus)]` (CUDA_VISIBLE_DEVICES), and each of its jobs
+holds that GPU's lock file (flock, on a descriptor the supervisor passes into the sandbox) for
+its timings only: several slots per GPU compile at once on the CPU cores, but at most one job
+per GPU times at a time.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Started by `host.py` as `python -m compiler_core.cluster.slot` with its settings in the
 environment (the broker URL travels there, never in argv, since argv is world-readable):
 TORCHBOLT_BROKER, TORCHBOLT_SLOT (its name), TORCHBOLT_DEVICE (cpu or cuda) and, on a GPU,
-TORCHBOLT_GPU_LOCK (a file locked around each measured job; see host.py).
+TORCHBOLT_GPU_LOCK (a file each job locks around its timings; see host.py).
 
 At start the slot warms its engine Worker (the sandboxed zygote) and runs a probe job to learn
 its environment (torch, triton, device, device name), then heartbeats it every second and takes
@@ -15,7 +15,6 @@ and a cancel flag set by a web server cancels it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import itertools
 import json
 import os
@@ -58,9 +57,10 @@ class StreamedJob(Job):
 
 class SlotState:
     def __init__(self, name: str, url: str, device: str, gpu_lock: str | None) -> None:
-        self.name, self.gpu_lock = name, gpu_lock
+        self.name = name
         self.conn = protocol.connect(url)
-        self.worker = Worker().start()
+        # On a GPU, each job holds its GPU's lock file for its timings only (see host.py).
+        self.worker = Worker(timing_lock=gpu_lock if device != "cpu" else None).start()
         self.worker.wait_ready()
         self.environment = protocol.environment_identity(
             self.worker.run(PROBE_SOURCE, Options(device=device))["environment"])
@@ -77,22 +77,6 @@ class SlotState:
         if job and not job.cancelled and self.conn.exists(protocol.cancel_key(job.run_id)):
             job.cancel()
 
-    def measuring(self, options: Options):
-        """At most one measured job per GPU: the host's per-GPU lock file, held for the job."""
-        if not (self.gpu_lock and options.measure and options.device != "cpu"):
-            return contextlib.nullcontext()
-        return _locked(self.gpu_lock)
-
-
-@contextlib.contextmanager
-def _locked(path: str):
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
 
 def run_remote(run_id: str, key: str, source: str, options: dict, attempt: int) -> None:
     """RQ's job function: run one attempt of a run here and publish its result."""
@@ -102,8 +86,7 @@ def run_remote(run_id: str, key: str, source: str, options: dict, attempt: int) 
         job.cancel()  # cancelled while queued: the engine ends it before it starts
     state.current = job
     try:
-        with state.measuring(job.options):
-            result = state.worker.execute(job).result
+        result = state.worker.execute(job).result
     except WorkerError as exc:
         result = build_result([], "", {"options": options,
                                        "error": ErrorKind.WORKER_ERROR.error(str(exc))})

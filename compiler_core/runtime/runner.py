@@ -116,8 +116,10 @@ def execute(source: str, user_file: str) -> None:
     exec(code, namespace)
 
 
-def run_job(source: str, user_file: str, options: Options, writer: RecordWriter) -> None:
-    """Run the script; every outcome ends with a `run_end` record unless the process dies."""
+def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
+            timing_lock_fd: int | None = None) -> None:
+    """Run the script; every outcome ends with a `run_end` record unless the process dies.
+    `timing_lock_fd`: a lock file's descriptor held (flock) for the timings only."""
     session = None
     try:
         device = resolve_device(options.device)
@@ -146,7 +148,7 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter)
                     writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
                                 "called, so it compiled nothing: call the compiled callable.")
             measure.after_script(recorder, session, device, preview=options.gpu_preview,
-                                 timings=options.measure)
+                                 timings=options.measure, timing_lock_fd=timing_lock_fd)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:

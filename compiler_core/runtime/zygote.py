@@ -116,12 +116,13 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
 
 def receive_job(control: socket.socket) -> dict:
     control.send(b"ready")
-    data, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 1)
+    data, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 2)
     if not data:
         os._exit(70)
     job = json.loads(data)
     with os.fdopen(fds[0], encoding="utf-8") as fh:
         job["source"] = fh.read()
+    job["timing_lock_fd"] = fds[1] if job.get("timing_lock") and len(fds) > 1 else None
     with open(job["user_file"], "w", encoding="utf-8") as fh:
         fh.write(job["source"])
     control.send(b"started")
@@ -146,7 +147,8 @@ def run_job_process(job: dict, records_fd: int, fault_fd: int) -> None:
     from ..report.records import RecordWriter
     from .runner import run_job
     with os.fdopen(records_fd, "w", encoding="utf-8") as stream:
-        run_job(job["source"], job["user_file"], options, RecordWriter(stream))
+        run_job(job["source"], job["user_file"], options, RecordWriter(stream),
+                timing_lock_fd=job["timing_lock_fd"])
 
 
 def slot_main(slot: dict, fds: list[int]) -> None:

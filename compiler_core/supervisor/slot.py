@@ -72,12 +72,18 @@ class Slot:
         except OSError:
             pass
 
-    def send_job(self, job: dict, source_path: str) -> None:
-        fd = os.open(source_path, os.O_RDONLY)
+    def send_job(self, job: dict, source_path: str, timing_lock: str | None) -> None:
+        """The job, its source as an open file and, with `timing_lock`, that lock file open: the
+        sandboxed job locks the descriptor (flock) around its timings, with no path to open."""
+        fds = [os.open(source_path, os.O_RDONLY)]
+        if timing_lock:
+            fds.append(os.open(timing_lock, os.O_RDWR | os.O_CREAT, 0o600))
         try:
-            socket.send_fds(self.control, [json.dumps(job).encode()], [fd])
+            socket.send_fds(self.control, [json.dumps({**job, "timing_lock": bool(timing_lock)})
+                                           .encode()], fds)
         finally:
-            os.close(fd)
+            for fd in fds:
+                os.close(fd)
 
     def kill(self, dump_traceback: bool, sandboxed: bool) -> None:
         if self.pid is None:

@@ -58,8 +58,11 @@ class Worker:
     `sandbox`: None runs jobs in the sandbox where `sandbox.check()` says it works (else
     unsandboxed), True requires it (WorkerError when missing), False never uses it."""
 
-    def __init__(self, sandbox: bool | None = None) -> None:
+    def __init__(self, sandbox: bool | None = None, timing_lock: str | None = None) -> None:
+        """`timing_lock`: a lock file (e.g. one per GPU) that each job holds, with flock, for
+        its timings only: jobs of workers sharing it compile at once but never time at once."""
         self.requested_sandbox = sandbox
+        self.timing_lock = timing_lock
         self.sandboxed = False
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -197,7 +200,7 @@ class Worker:
             while not slot.events.empty():
                 event = slot.events.get()
                 if event[0] == "ready":
-                    slot.send_job(spec, slot.path("source.py"))
+                    slot.send_job(spec, slot.path("source.py"), self.timing_lock)
                 elif event[0] == "started":
                     started = time.monotonic()
                     job.started(spec["user_file"])

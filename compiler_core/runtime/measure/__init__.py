@@ -12,6 +12,7 @@ profiler's and compilers' chatter goes to /dev/null rather than the user's stder
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 
 from ..capture import CaptureSession
@@ -36,6 +37,20 @@ def before_script(session: CaptureSession, device: str, timings: bool) -> None:
 
 
 @contextlib.contextmanager
+def held(lock_fd: int | None):
+    """The worker's timing lock (e.g. its GPU's), held while timing: jobs that share it compile
+    at once but time one at a time. Waiting for it is the job's own time, under its limits."""
+    if lock_fd is None:
+        yield
+        return
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(lock_fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def quiet_stderr():
     saved = os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -49,12 +64,15 @@ def quiet_stderr():
 
 
 def after_script(recorder, session: CaptureSession, device: str, preview: bool,
-                 timings: bool) -> None:
+                 timings: bool, timing_lock_fd: int | None = None) -> None:
     steps = []
     if device == "cuda":
         steps.append(("triton_kernels", lambda: triton_kernels.collect(session)))
     if timings:
-        steps.append(("timings", lambda: timing.measure_all(recorder, session, device)))
+        def measure_locked():
+            with held(timing_lock_fd):
+                timing.measure_all(recorder, session, device)
+        steps.append(("timings", measure_locked))
     else:
         session.writer.emit("note", None, None, text=NOT_MEASURED)
     if preview:
