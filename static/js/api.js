@@ -35,6 +35,8 @@ export const api = {
   // (a share link's, or one embedded in a page) has every text already.
   stage: (where, compileId, stage) => request("GET", `${where.job ? jobUrl(where.job) : resultUrl(where.key)}` +
     `/stage?${new URLSearchParams({ compile: compileId, stage })}`),
+  // A stored result, whole, with its code and options: {key, source, options, result}.
+  result: (key) => request("GET", resultUrl(key)),
   cancel: (id) => request("POST", `/api/jobs/${encodeURIComponent(id)}/cancel`),
   status: () => request("GET", "/api/status"),
   graph: (key, compileId, stage, collapse, expanded = null) => embedded

@@ -5,7 +5,7 @@
 import { api } from "./api.js";
 import { h } from "./dom.js";
 
-const label = (env) => `torch ${env.torch}, ${env.device === "cpu" ? "CPU" : env.device_name}`;
+export const environmentLabel = (env) => `torch ${env.torch}, ${env.device === "cpu" ? "CPU" : env.device_name}`;
 let picker = null;
 
 export const chosenEnvironment = () => picker?.value || undefined;
@@ -16,6 +16,6 @@ export async function mountEnvironmentPicker(before) {
   picker = h("select", { id: "environment", "aria-label": "Environment",
                          title: "Where the code runs (worker hosts connected now)" },
     environments.map((env) => h("option", { value: env.id },
-      `${label(env)} (${env.workers} worker${env.workers > 1 ? "s" : ""})`)));
+      `${environmentLabel(env)} (${env.workers} worker${env.workers > 1 ? "s" : ""})`)));
   before.before(picker);
 }

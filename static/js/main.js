@@ -260,7 +260,7 @@ function buildGallery() {
     } }, h("strong", {}, example.title), h("span", {}, example.teaches)));
   }
   lessons.buildMenu(() => { menu.hidden = true; });
-  menu.append(...traceLogItem(menu));
+  menu.append(...traceLogItem(menu), ...compareItems(menu));
   $("#gallery-button").onclick = () => { menu.hidden = !menu.hidden; };
   // Esc closes the menu (and still cancels a running compile: chrome.js's shortcut).
   document.addEventListener("keydown", (e) => {
@@ -287,6 +287,42 @@ function traceLogItem(menu) {
   return [h("button", { role: "menuitem", id: "open-trace", onclick: () => input.click() },
     h("strong", {}, "Open a TORCH_TRACE log ..."),
     h("span", {}, "the files a TORCH_TRACE=DIR run wrote to DIR, shown with the same views")), input];
+}
+
+// ---------------------------------------------------------------- comparing two results
+// Another stored result (a share link's) beside this one: the pane menus list its compiles as
+// "B ..." with its environment, so two runs (two environments, or before and after an edit)
+// diff pane against pane. It stays until "Stop comparing" or a reload; ?compare=KEY opens it.
+async function compareWith(key) {
+  try {
+    const { result } = await api.result(key);
+    panes.setOther({ result, key });
+    document.body.dataset.compare = key;
+    $("#stop-compare").hidden = false;
+    toast("Compared result loaded: pick a “B …” compile in a pane, then “Diff: vs pane N”", 5000);
+  } catch (error) {
+    toast(`Could not load the result to compare with: ${error.message}`, 8000);
+  }
+}
+
+function stopComparing() {
+  panes.setOther(null);
+  delete document.body.dataset.compare;
+  $("#stop-compare").hidden = true;
+}
+
+// A share link (https://.../r/KEY) or its key alone.
+const shareKey = (text) => text.trim().replace(/[?#].*$/, "").split("/").pop();
+
+function compareItems(menu) {
+  const item = (id, title, help, onclick, hidden = false) => h("button", { role: "menuitem", id, hidden,
+    onclick: () => { menu.hidden = true; onclick(); } }, h("strong", {}, title), h("span", {}, help));
+  return [
+    item("compare-with", "Compare with a share link ...", "its compiles join the pane menus as “B …”, to diff two runs",
+         () => { const link = prompt("Share link (or key) of the result to compare with:"); if (link?.trim()) compareWith(shareKey(link)); },
+         Boolean(embedded)), // a static report has no server to ask
+    item("stop-compare", "Stop comparing", "the pane menus list this run's compiles only", stopComparing, true),
+  ];
 }
 
 function applyLook() {
@@ -367,4 +403,6 @@ if (embedded) { // a static report: the result only, nothing to run
 }
 if (firstVisit && boot.lessons.length) lessons.open(boot.lessons[0].slug); // its result at once when stored
 else if (!boot.share) lessons.show(lessons.slugFor(editor.state.doc.toString()));
+const compareKey = new URLSearchParams(location.search).get("compare");
+if (compareKey && !embedded) await compareWith(compareKey);
 document.body.dataset.ready = "1";

@@ -21,6 +21,7 @@ export class Panes {
     this.onChange = onChange; // choices changed: persist them
     this.result = null;
     this.key = null;
+    this.other = null; // {result, key}: a stored result to compare with (its entries are "B ...")
     this.focus = new Set();
     this.link = null; // {key, user, pane}: a pane line was clicked; others show its kernel line
     // A stage's text arrived: show it, and let the editor colour the lines it came from.
@@ -54,6 +55,12 @@ export class Panes {
     this.result = result;
     this.key = key;
     this.texts.setSource(where);
+    this.render();
+  }
+
+  // Another stored result whose compiles the panes may show beside this run's; null: none.
+  setOther(other) {
+    this.other = other;
     this.render();
   }
 
@@ -156,23 +163,31 @@ class Pane {
   }
 
   compile() {
-    const compiles = pickable(this.owner.result);
+    const compiles = pickable(this.owner.result, this.owner.other);
     return compiles.find((c) => c.id === this.state.compile) ?? compiles[0] ?? null;
   }
 
+  // The result (and its key) the pane's entry comes from: this run's, or the compared one's,
+  // and the entry as that result has it (its own id).
+  origin(picked) {
+    return picked?.of ? { result: this.owner.other.result, key: this.owner.other.key, entry: picked.of }
+      : { result: this.owner.result, key: this.owner.key, entry: picked };
+  }
+
   render() {
-    const indexed = this.compile();
+    const picked = this.compile();
+    const { result, key: resultKey, entry: indexed } = this.origin(picked);
     const stage = resolveStage(indexed, programStage(indexed, this.state.stage));
     const compile = this.owner.texts.complete(indexed, stage); // null: its text is on its way
     const loading = compile === null;
-    this.artifact = loading ? null : artifactFor(compile, stage, this.owner.result);
+    this.artifact = loading ? null : artifactFor(compile, stage, result);
     const views = viewsFor(stage, this.artifact);
     const view = views.some(([v]) => v === this.state.view) ? this.state.view : views[0][0];
-    this.renderSelects(indexed, stage);
+    this.renderSelects(picked, stage, result);
     this.renderViews(views, view);
     // "Waiting for ..." and "Measuring ..." are replaced when the job ends, even with nothing new.
-    const waiting = this.owner.result?.partial && (!this.artifact || view === "timings");
-    const key = [this.owner.key, waiting, loading, indexed?.id, stage, view, this.artifact?.text.length,
+    const waiting = result?.partial && (!this.artifact || view === "timings");
+    const key = [resultKey, waiting, loading, picked?.id, stage, view, this.artifact?.text.length,
                  this.owner.dark, this.state.collapse].join("|");
     if (key === this.renderedKey) return;
     this.renderedKey = key;
@@ -184,26 +199,26 @@ class Pane {
     delete this.body.dataset.ready;
     this.el.dataset.stage = stage;
     this.el.dataset.view = view;
-    if (!this.owner.result) {
+    if (!result) {
       this.body.append(h("p", { class: "empty" }, "Compile a script (Ctrl+Enter) to see this stage."));
     } else if (loading) {
       this.body.append(h("p", { class: "empty" }, `Loading ${stageLabel(stage, indexed)} ...`));
     } else if (view === "timings") {
-      renderTimings(this.body, this.owner.result);
+      renderTimings(this.body, result);
     } else if (!this.artifact) {
-      const running = this.owner.result.partial;
+      const running = result.partial;
       const label = stageLabel(stage, compile);
       this.body.append(h("p", { class: "empty" }, running ? `Waiting for ${label} ...`
         : `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage.`));
     } else if (view === "graph") {
-      renderGraph(this.body, { key: this.owner.key, compileId: compile.id, stage,
+      renderGraph(this.body, { key: resultKey, compileId: compile.id, stage,
                                collapse: this.state.collapse ?? "auto", dark: this.owner.dark,
                                onUserLine: this.owner.onUserLine,
                                onCollapse: (collapse) => this.choose({ collapse }),
                                onKernel: (name) => this.owner.openKernel(name, this) });
     } else if (view === "grouped") {
       this.body.append(renderGuards(this.artifact, this.owner.onUserLine,
-                                    failedGuards(this.owner.result, compile.id)));
+                                    failedGuards(result, compile.id)));
     } else {
       const python = view === "python";
       let host = this.body;
@@ -223,17 +238,19 @@ class Pane {
       this.python = python;
       this.applyTheme();
       this.applyMarks(false);
-      if (stage === "guards" && !python) this.markFailedGuards(compile.id);
+      if (stage === "guards" && !python) this.markFailedGuards(result, compile.id);
     }
   }
 
-  renderSelects(compile, stage) {
-    const compiles = pickable(this.owner.result);
+  // `picked`: the entry as the compile menu lists it; `result`: the result it comes from.
+  renderSelects(picked, stage, result) {
+    const compiles = pickable(this.owner.result, this.owner.other);
     clear(this.compileSelect, compiles.length ? compiles.map((c) =>
-      h("option", { value: c.id, selected: c.id === compile?.id }, entryLabel(c, this.owner.result?.user_file))) : h("option", {}, "—"));
-    const result = this.owner.result;
+      h("option", { value: c.id, selected: c.id === picked?.id }, entryLabel(c, this.owner.result?.user_file))) : h("option", {}, "—"));
+    this.compileSelect.title = picked ? entryLabel(picked, this.owner.result?.user_file) : ""; // a narrow menu cuts it
+    const compile = this.origin(picked).entry;
     renderDiffSelect(this.owner, this);
-    const previous = previousOf(result, compile?.id);
+    const previous = picked?.of ? null : previousOf(result, compile?.id); // the button's ids are this run's
     this.compareButton.hidden = !previous;
     this.compareButton.textContent = `⇆ vs ${previous}`;
     this.compareButton.title = `Diff this stage with compile ${previous}, the cache entry this compile was added beside after its guards failed`;
@@ -261,8 +278,8 @@ class Pane {
   }
 
   // The guards whose failure made Dynamo recompile (the recompile's reason names them).
-  markFailedGuards(id) {
-    const rows = [...failedGuards(this.owner.result, id).keys()]
+  markFailedGuards(result, id) {
+    const rows = [...failedGuards(result, id).keys()]
       .map((index) => this.artifact.guards?.[index]?.row).filter(Boolean);
     markRows(this.viewer, "failed", new Set(rows), "tb-failed");
   }
