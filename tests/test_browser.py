@@ -212,7 +212,9 @@ def cancel_a_long_run(page, live_server):
     page.keyboard.press("Control+A")
     page.keyboard.insert_text("import time\n\ntime.sleep(60)\n")
     page.keyboard.press("Control+Enter")
-    page.wait_for_selector("#run[data-status=running]")
+    # The Cancel button shows once the server took the job (a busy server may first be
+    # cancelling the first visit's lesson run): Escape before that has no job to cancel.
+    page.wait_for_selector("#cancel:not([hidden])")
     page.keyboard.press("Escape")
     page.wait_for_selector("#run[data-status=failed]", timeout=20_000)
 
