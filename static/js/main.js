@@ -192,9 +192,18 @@ async function compile() {
 
 async function cancel() {
   if (current && !current.finished) {
+    const jobId = current.id;
     run.cancelled = true;
-    await api.cancel(current.id).catch((e) => { run.cancelled = false; toast(e.message); });
-    toast("Cancelling ...");
+    try {
+      const { status } = await api.cancel(jobId);
+      // The server ends a cancelled handle at once: show that now, not when the event stream
+      // (or a poll, on a busy server) brings it.
+      if (status === "failed" || status === "done") await refresh(jobId, true);
+      else toast("Cancelling ...");
+    } catch (e) {
+      run.cancelled = false;
+      toast(e.message);
+    }
   }
 }
 
