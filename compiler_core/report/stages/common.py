@@ -24,6 +24,14 @@ def artifact(stage: str, compile_id: str | None, title: str, language: str, text
             "text": text, "src_lines": src_lines or [None] * lines, "sections": sections or []}
 
 
+def program_stages(specs, program_id: str, texts: dict[str, str], src_lines) -> dict:
+    """The stages of a program beside the compiles (an ExportedProgram, a TorchScript function):
+    an artifact per spec whose text was captured, its lines mapped by `src_lines(text)`."""
+    return {spec.name: artifact(spec.name, program_id, spec.title, spec.language, text,
+                                src_lines(text))
+            for spec in specs if (text := texts.get(spec.name))}
+
+
 def graph_label(code: str, index: int) -> str:
     """forward / backward / inference: an output module's `# AOT ID: ['0_forward']` header."""
     match = AOT_ID.search(code or "")

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .common import artifact, fx_src_lines
+from .common import fx_src_lines, program_stages
 from .spec import Stage
 
 SPECS = (
@@ -28,8 +28,6 @@ def programs(records: list[dict], user_file: str) -> list[dict]:
             continue
         meta = record["meta"]
         pid = f"export-{meta['index']}"
-        out.append({"id": pid, "line": meta["line"], "stages": {
-            spec.name: artifact(spec.name, pid, spec.title, spec.language, text,
-                                fx_src_lines(text, user_file))
-            for spec in SPECS if (text := meta["stages"].get(spec.name))}})
+        out.append({"id": pid, "line": meta["line"], "stages": program_stages(
+            SPECS, pid, meta["stages"], lambda text: fx_src_lines(text, user_file))})
     return out

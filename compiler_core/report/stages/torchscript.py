@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .common import artifact, is_user_file
+from .common import is_user_file, program_stages
 from .spec import Stage
 
 SPECS = (
@@ -40,8 +40,6 @@ def programs(records: list[dict], user_file: str) -> list[dict]:
         meta = record["meta"]
         pid = f"{meta['kind']}-{meta['index']}"
         out.append({"id": pid, "line": meta["line"], "kind": meta["kind"],
-                    "warnings": meta["warnings"], "stages": {
-                        spec.name: artifact(spec.name, pid, spec.title, spec.language, text,
-                                            _src_lines(text, user_file))
-                        for spec in SPECS if (text := meta["stages"].get(spec.name))}})
+                    "warnings": meta["warnings"], "stages": program_stages(
+                        SPECS, pid, meta["stages"], lambda text: _src_lines(text, user_file))})
     return out
