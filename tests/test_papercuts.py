@@ -54,6 +54,17 @@ def test_a_cancelled_run_says_cancelled_not_failed(page, live_server):
     assert badge.text_content() == "failed"
 
 
+def test_escape_right_after_ctrl_enter_cancels_the_run_being_submitted(page, live_server):
+    open_page(page, live_server + "/")  # a first visit: its lesson's run may still be going
+    page.click(".cm-content")
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text("import time\n\ntime.sleep(60)\n")
+    page.keyboard.press("Control+Enter")
+    page.keyboard.press("Escape")  # before the server answered the submit
+    page.wait_for_selector("#run[data-status=failed]", timeout=20_000)
+    assert page.text_content(".run-status .badge") == "cancelled"
+
+
 def test_stage_menus_list_only_this_compiles_stages(page, live_server, compiled):
     job = compiled(SMALL, device="cpu", backend="eager")  # no kernels: pane 1 asks for them
     result = job["result"]

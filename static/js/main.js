@@ -141,11 +141,14 @@ async function compile() {
   if (embedded) return toast("This is a static report: open its code in torchbolt to compile it", 5000);
   const submit = ++submits;
   const source = editor.state.doc.toString();
-  current?.stop?.();
-  if (current?.id && !current.finished) await api.cancel(current.id).catch(() => {}); // frees our slot
+  const previous = current;
+  current = null; // an Escape from here until the server takes this job cancels this job
+  run.cancelled = false;
+  $("#cancel").hidden = true; // it shows again once the server took this job
+  previous?.stop?.();
+  if (previous?.id && !previous.finished) await api.cancel(previous.id).catch(() => {}); // frees our slot
   for (const key of Object.keys(timing)) delete timing[key];
   timing.submit = performance.now();
-  run.cancelled = false;
   run.start();
   showResult(null, null);
   $("#share").disabled = $("#download").disabled = true;
@@ -170,6 +173,7 @@ async function compile() {
     await refresh(job.job, true);
     return;
   }
+  if (run.cancelled) return cancel(); // Escape while it was being submitted
   $("#cancel").hidden = false;
   const jobId = job.job;
   current.stop = followJob(jobId, {
@@ -191,7 +195,8 @@ async function compile() {
 }
 
 async function cancel() {
-  if (current && !current.finished) {
+  if (!current) run.cancelled = true; // still being submitted: compile() cancels it on arrival
+  else if (!current.finished) {
     const jobId = current.id;
     run.cancelled = true;
     try {
