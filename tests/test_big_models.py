@@ -1,6 +1,6 @@
 """Big models (issue 14): a compile of torch's own nn.TransformerEncoder names the user's line
 that called it and what it runs; Dynamo's long parameter names get module paths; the Core ATen /
-prims views are traced only when asked."""
+prims views are traced only when asked; graph boxes show the short names."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import os
 import jsonschema
 import pytest
 
+from compiler_core.report.graphview import graph_view
+from compiler_core.report.layout import CHAR_W
 from compiler_core.report.names import short_name, short_names
 from conftest import TINY_ENCODER
 
@@ -74,3 +76,14 @@ def test_short_name(name, short):
 def test_short_names_finds_whole_identifiers_only():
     text = "add = l_self_modules_a_parameters_w_ + l_x_; xl_self_modules_a_parameters_w_"
     assert short_names(text) == {"l_self_modules_a_parameters_w_": "a.w"}
+
+
+def test_graph_boxes_show_module_paths_for_lifted_parameters(encoder_result):
+    compiled = encoder_result["compiles"][0]
+    view = graph_view(compiled, "dynamo_graph", encoder_result, collapse="off")
+    full = "l_fn_modules_layers_modules_0_modules_self_attn_parameters_in_proj_bias_"
+    node = next(n for n in view["nodes"] if n["name"] == full)
+    assert node["label"] == ["layers.0.self_attn.in_proj_bias", ""]  # the target repeated it
+    assert len(node["label"][0]) * CHAR_W <= node["w"] < len(full) * CHAR_W  # it fits, not the full
+    plain = [n for n in view["nodes"] if n["op"] == "call_function" and n["target"] != n["name"]]
+    assert plain and not [n for n in plain if "label" in n]  # their own name and target, as they are

@@ -37,6 +37,11 @@ def _profiler_name(kernel_name: str) -> str:
         "extern_kernels.") else kernel_name
 
 
+def _figures(value: float) -> float:
+    """Three significant figures: a small kernel's share beside a big one's stays above 0."""
+    return float(f"{value:.3g}")
+
+
 def kernel_times(result: dict, compiled: dict) -> list[dict | None]:
     """Per kernel of the compile: {us, share} where the timings measured it, else None."""
     callables = {call["callable"] for call in result.get("calls") or []
@@ -49,7 +54,7 @@ def kernel_times(result: dict, compiled: dict) -> list[dict | None]:
     out = []
     for kernel in compiled.get("kernels") or []:
         us = by_name.get(_profiler_name(kernel["name"]))
-        out.append({"us": round(us, 3), "share": round(us / total, 4)} if us and total else None)
+        out.append({"us": _figures(us), "share": _figures(us / total)} if us and total else None)
     return out
 
 

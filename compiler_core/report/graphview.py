@@ -15,6 +15,7 @@ from .fxgraph import stage_nodes
 from .graphoverlay import kernel_table, kernels_by_node
 from .layout import Cluster, box_width, layout
 from .modulegroups import ModuleTree
+from .names import short_name
 from .stages import GRAPH_STAGES
 
 NODE_FIELDS = ("name", "op", "target", "shape", "dtype", "line", "module")
@@ -35,9 +36,20 @@ def _item(tree: ModuleTree, item: str, kernels: dict[str, list[int]]) -> dict:
                 "kernels": kernels.get(item, [])}
     node = tree.nodes[item]
     row = {"id": item, "kind": "node", **{k: node[k] for k in NODE_FIELDS if node.get(k) is not None}}
+    if (lines := box_lines(node)) != [node["name"], node["target"]]:
+        row["label"] = lines  # what the box shows, when not its name and target
     if kernels.get(item):
         row["kernels"] = kernels[item]
     return row
+
+
+def box_lines(node: dict) -> list[str]:
+    """The two lines on a node's box: its name, shortened to its module path where it names a
+    lifted parameter, and its target, unless it repeats the name (a placeholder's does, as
+    `L_x_` for `l_x_` in Dynamo's graph). The hover card and the search keep both in full."""
+    target = node.get("target") or ""
+    return [short_name(node["name"]) or node["name"],
+            "" if target.lower() == node["name"].lower() else target]
 
 
 def _clusters(tree: ModuleTree, expanded: set[str], shown: set[str]) -> list[Cluster]:
@@ -64,7 +76,8 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
             kernels[gid] = sorted({*kernels.get(gid, []), *found})
     rows = [_item(tree, item, kernels) for item in items]
     edges = tree.edges(expanded)
-    widths = {row["id"]: box_width([row["name"], row.get("target") or ""]) for row in rows}
+    widths = {row["id"]: box_width(row.get("label") or [row["name"], row.get("target") or ""])
+              for row in rows}
     done = layout(items, edges, widths, _clusters(tree, expanded, shown))
     for row in rows:
         (x, y), (w, h) = done.positions[row["id"]], done.sizes[row["id"]]

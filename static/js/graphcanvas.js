@@ -228,9 +228,10 @@ export class GraphCanvas {
         const [sx, sy] = this.toScreen(n.x - n.w / 2, n.y - n.h / 2);
         const sw = n.w * this.k, sh = n.h * this.k;
         if (sx + sw < 0 || sy + sh < 0 || sx > width || sy > height) continue;
+        const [title, sub] = n.label ?? [n.name, n.target ?? ""]; // label: short names (server)
         shown.push(h("div", { class: `graph-label ${n.kind}`, dataset: { id: n.id },
                               style: `left:${sx}px;top:${sy}px;width:${sw}px;height:${sh}px;font-size:${font}px` },
-          h("b", {}, n.kind === "group" ? `▸ ${n.name}` : n.name), h("span", {}, n.target ?? "")));
+          h("b", {}, n.kind === "group" ? `▸ ${title}` : title), h("span", {}, sub)));
         if (shown.length > MAX_LABELS) break;
       }
       for (const b of this.graph.boxes) {
