@@ -72,7 +72,7 @@ def read_text(path: str) -> str:
 
 def run_script(source: str, path: str, options: Options) -> dict:
     """The result of running the script (its source, its absolute path) in a fresh worker."""
-    worker = Worker()
+    worker = Worker(warm=False)  # one job: a warm-up would only add its own compile
     try:
         result = worker.run(source, options, user_file=path, listener=progress)
     except WorkerError as exc:  # the engine itself failed: still one result, with the error

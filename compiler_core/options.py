@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, make_dataclass
 
-OUTPUT_FILE_LIMIT = 64 * 1024 * 1024  # RLIMIT_FSIZE in the worker child: stops output floods
+# RLIMIT_FSIZE in the job process: stops output floods into the supervisor's files. Above
+# Inductor's precompiled header (149 MB, torch 2.13), which a job without warm-up builds.
+OUTPUT_FILE_LIMIT = 256 * 1024 * 1024
 
 
 def _default_memory_mb() -> int:

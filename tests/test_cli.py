@@ -31,6 +31,17 @@ def test_cli_runs_a_script_and_streams_progress(tmp_path):
     assert "output_code" not in result["compiles"][0]["stages"]  # aot_eager runs no Inductor
 
 
+def test_cli_compiles_with_inductor_in_a_process_that_never_warmed_up(tmp_path):
+    """The CLI's one job pays its own first compile, C++ toolchain and precompiled header
+    included, as a plain `python script.py` does (no warm-up compile before it)."""
+    proc, result = run_cli(tmp_path, "import torch\nf = torch.compile(lambda x: x.sin() * 2)\n"
+                                     "print(f(torch.ones(3)).sum().item() > 0)\n",
+                           "--no-measure", "--no-views")
+    assert proc.returncode == 0, proc.stderr
+    assert result["error"] is None and result["stdout"] == "True\n"
+    assert "cpp_fused" in result["compiles"][0]["stages"]["output_code"]["text"]
+
+
 def test_cli_reports_a_user_error_in_one_line(tmp_path):
     proc, result = run_cli(tmp_path, "import torch\n\nundefined_name + 1\n")
     assert proc.returncode == 1

@@ -4,6 +4,7 @@ The zygote (`python -m compiler_core.runtime.zygote`, started by `worker.Worker`
 `sandbox.py`) imports torch and runs one trivial CPU compile, so a job pays neither `import torch`
 nor Inductor's lazy initialisation. Where a GPU is visible it warms nothing that a fork can't
 inherit (CUDA): each job process initialises CUDA itself, ahead of its job ("standby").
+With TORCHBOLT_WARM=0 (the CLI's one job) it warms nothing: the job pays its own first compile.
 
 Protocol with the supervisor, on a SOCK_SEQPACKET socket, one JSON message each:
   supervisor -> zygote  {"slot", "sandboxed", "disk_mb", "job_dir"}
@@ -101,7 +102,7 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
     os.chdir(slot["job_dir"])
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(slot["job_dir"], "inductor-cache")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(slot["job_dir"], "triton-cache")
-    if slot["warm_fresh"]:  # before the file-size cap: a precompiled header can pass 64 MB
+    if slot["warm_fresh"]:
         import torch
         warm_up("cuda" if torch.cuda.is_available() else "cpu")
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit raises instead
@@ -168,10 +169,11 @@ def zygote_main() -> None:
     os.dup2(2, 1)  # anything torch prints goes to stderr
     started = time.monotonic()
     fresh = needs_fresh_process()
-    if not fresh:
+    warm = os.environ.get("TORCHBOLT_WARM") != "0"  # "0": one job (the CLI), nothing to warm
+    if warm and not fresh:
         warm_up("cpu")
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-    warm_dir = None if fresh else default_cache_dir()  # what jobs may read of the warm-up
+    warm_dir = default_cache_dir() if warm and not fresh else None  # what jobs may read of it
     lock = threading.Lock()
 
     def send(message: dict) -> None:
@@ -187,7 +189,7 @@ def zygote_main() -> None:
         data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 5)
         if not data:
             return  # the supervisor closed the socket
-        slot = {**json.loads(data), "warm_fresh": fresh, "warm_dir": warm_dir}
+        slot = {**json.loads(data), "warm_fresh": warm and fresh, "warm_dir": warm_dir}
         pid = os.fork()
         if pid == 0:
             sock.close()

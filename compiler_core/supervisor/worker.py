@@ -58,11 +58,15 @@ class Worker:
     `sandbox`: None runs jobs in the sandbox where `sandbox.check()` says it works (else
     unsandboxed), True requires it (WorkerError when missing), False never uses it."""
 
-    def __init__(self, sandbox: bool | None = None, timing_lock: str | None = None) -> None:
+    def __init__(self, sandbox: bool | None = None, timing_lock: str | None = None,
+                 warm: bool = True) -> None:
         """`timing_lock`: a lock file (e.g. one per GPU) that each job holds, with flock, for
-        its timings only: jobs of workers sharing it compile at once but never time at once."""
+        its timings only: jobs of workers sharing it compile at once but never time at once.
+        `warm=False`: no warm-up compile, which only later jobs gain from (the CLI runs one job;
+        its first compile pays what a plain `python script.py` pays)."""
         self.requested_sandbox = sandbox
         self.timing_lock = timing_lock
+        self.warm = warm
         self.sandboxed = False
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -90,6 +94,8 @@ class Worker:
         self._ready.clear()
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {**sandbox.environment(), "TORCHBOLT_PROTOCOL_FD": str(theirs.fileno())}
+        if not self.warm:
+            env["TORCHBOLT_WARM"] = "0"
         command = [sys.executable, "-m", "compiler_core.runtime.zygote"]
         if self.sandboxed:
             command = sandbox.bwrap_command(command, env)
