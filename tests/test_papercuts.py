@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from compiler_core import Options
@@ -78,6 +80,16 @@ def test_stage_menus_list_only_this_compiles_stages(page, live_server, compiled)
     assert not [text for _, text, _ in menus[0] if "(none)" in text]
     absent = [(value, text, selected) for value, text, selected in menus[1] if value not in present]
     assert absent == [("kernels", "Kernels (none)", True)]  # still the pane's choice
+
+
+def test_a_stored_result_lists_its_census_in_stage_order(page, live_server, compiled):
+    job = compiled(SMALL, device="cpu", measure=False)
+    open_page(page, f"{live_server}/r/{job['key']}")
+    census = page.locator(".compile-row .census").first.inner_text().removeprefix("ops: ")
+    shown = [re.sub(r" \d+ \(\d+ distinct\)$", "", part) for part in census.split(" → ")]
+    menu = page.eval_on_selector_all(f"{pane(page, 0)} .pane-stage option",
+                                     "(os) => os.map((o) => o.textContent)")
+    assert len(shown) >= 4 and shown == [label for label in menu if label in shown], (shown, menu)
 
 
 def test_share_after_an_edit_says_the_code_changed(page, live_server):

@@ -179,7 +179,9 @@ export class RunPanel {
   // The narrowing from Torch IR to ATen, Core ATen and prims: ops per graph stage.
   censusLine(compile, labels) {
     const census = compile?.census ?? {};
-    const names = Object.keys(census);
+    // In the stages' order (a stored result's JSON comes back with its keys sorted).
+    const names = [...Object.keys(labels).filter((stage) => stage in census),
+      ...Object.keys(census).filter((stage) => !(stage in labels))];
     if (!names.length) return null;
     const opsets = this.result?.environment?.opsets;
     const title = "Ops: call_function, call_method and call_module nodes; distinct: their targets." +
