@@ -158,7 +158,6 @@ async function compile() {
     job = await api.compile(source, settings.options, chosenEnvironment());
   } catch (error) {
     if (submit !== submits) return;
-    current = null;
     run.finish({ status: "failed", error: { type: "Request", message: error.message } });
     document.body.dataset.job = "finished";
     toast(error.message, 5000);
