@@ -92,6 +92,22 @@ def test_a_stored_result_lists_its_census_in_stage_order(page, live_server, comp
     assert len(shown) >= 4 and shown == [label for label in menu if label in shown], (shown, menu)
 
 
+def test_a_view_left_out_offers_to_compile_again_with_it(page, live_server, compiled):
+    job = compiled(SMALL, device="cpu", measure=False, views=False)
+    open_page(page, f"{live_server}/r/{job['key']}")
+    first = pane(page, 0)
+    menu = page.eval_on_selector_all(f"{first} .pane-stage option",
+                                     "(os) => os.map((o) => [o.value, o.textContent])")
+    assert ["core_aten", "Core ATen (view) (off)"] in menu and ["prims", "Prims (view) (off)"] in menu
+    page.select_option(f"{first} .pane-stage", "core_aten")
+    assert "the 'ATen views' box was off" in page.inner_text(f"{first} .pane-body")
+    page.click(f"{first} .run-with")
+    page.wait_for_selector("#run[data-status=done]", timeout=120_000)
+    assert page.is_checked("#options [name=views]")
+    page.wait_for_function(f"document.querySelector(\"{first} .cm-content\")?.textContent"
+                           ".includes('torch.ops.aten.sin')")
+
+
 def test_share_after_an_edit_says_the_code_changed(page, live_server):
     open_page(page, live_server + "/")
     run_script(page, SMALL)

@@ -40,8 +40,11 @@ function showUserLine(line) {
   selectLine(editor, line);
 }
 
-const panes = new Panes($("#panes"), settings, { onUserLine: showUserLine, onChange: persist,
-                                                 onTexts: () => recolorEditor() });
+const panes = new Panes($("#panes"), settings, {
+  onUserLine: showUserLine, onChange: persist, onTexts: () => recolorEditor(),
+  optionLabel: (name) => boot.catalogue.options.find((o) => o.name === name)?.label ?? name,
+  onRunWith: (name) => { setOptions({ [name]: true }); persist(); compile(); },
+});
 const run = new RunPanel($("#run"), settings, {
   errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
   onCompile: (id) => panes.showCompile(id),

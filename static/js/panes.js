@@ -11,14 +11,16 @@ import { kernelKeyOf, linesOfKey, linesOfUsers, userLinesOf } from "./linking.js
 import { StageTexts } from "./stagetexts.js";
 import { renderTimings } from "./timings.js";
 import { entryLabel, pickable, programStage } from "./programs.js";
-import { artifactFor, filename, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
+import { artifactFor, filename, leftOut, optionOf, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
 
 export class Panes {
-  constructor(root, settings, { onUserLine, onChange, onTexts }) {
+  constructor(root, settings, { onUserLine, onChange, onTexts, optionLabel, onRunWith }) {
     this.root = root;
     this.settings = settings;
     this.onUserLine = onUserLine; // a pane line or graph node was clicked: its user line
     this.onChange = onChange; // choices changed: persist them
+    this.optionLabel = optionLabel; // a run option's name -> its label in the toolbar
+    this.onRunWith = onRunWith; // compile again with this run option on
     this.result = null;
     this.key = null;
     this.other = null; // {result, key}: a stored result to compare with (its entries are "B ...")
@@ -206,10 +208,7 @@ class Pane {
     } else if (view === "timings") {
       renderTimings(this.body, result);
     } else if (!this.artifact) {
-      const running = result.partial;
-      const label = stageLabel(stage, compile);
-      this.body.append(h("p", { class: "empty" }, running ? `Waiting for ${label} ...`
-        : `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage.`));
+      this.body.append(this.absentNote(stage, compile, result));
     } else if (view === "graph") {
       renderGraph(this.body, { key: resultKey, compileId: compile.id, stage,
                                collapse: this.state.collapse ?? "auto", dark: this.owner.dark,
@@ -257,8 +256,20 @@ class Pane {
     clear(this.stageSelect, stageMenu(compile, result, stage).map(([name, label]) => {
       const present = !result || artifactFor(compile, name, result);
       return h("option", { value: name, selected: name === stage, class: present ? "" : "absent" },
-        present ? label : `${label} (none)`);
+        present ? label : `${label} (${leftOut(name, result) ? "off" : "none"})`);
     }));
+  }
+
+  // Why the pane has no text; a stage that a run option left out offers to compile again with it.
+  absentNote(stage, compile, result) {
+    const label = stageLabel(stage, compile);
+    if (result.partial) return h("p", { class: "empty" }, `Waiting for ${label} ...`);
+    const absent = `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage`;
+    if (!leftOut(stage, result)) return h("p", { class: "empty" }, `${absent}.`);
+    const option = optionOf(stage);
+    return h("p", { class: "empty" }, `${absent}: the '${this.owner.optionLabel(option)}' box was off ` +
+      "for this run. ", h("button", { class: "run-with", onclick: () => this.owner.onRunWith(option) },
+      "Compile again with it on"));
   }
 
   renderViews(views, current) {

@@ -24,11 +24,19 @@ export function stageList(compile) {
 }
 
 // The stage menu of a pane: before a result, every stage; after, those this compile has (and the
-// run's timings), and `current` when the pane is set to one it lacks.
+// run's timings), those a run option left out (`leftOut`), and `current` when the pane is set to
+// one it lacks.
 export function stageMenu(compile, result, current) {
   return stageList(compile).filter(([name]) =>
-    !result || name === current || artifactFor(compile, name, result));
+    !result || name === current || artifactFor(compile, name, result) || leftOut(name, result));
 }
+
+// The run option that gives this stage (null: none), and whether the run had it off.
+export const optionOf = (stage) => stages.get(stage)?.option ?? null;
+export const leftOut = (stage, result) => {
+  const option = optionOf(stage);
+  return Boolean(option && result?.options?.[option] === false);
+};
 
 export function artifactFor(compile, stage, result) {
   const spec = stages.get(stage);

@@ -12,8 +12,9 @@ from .spec import Stage
 
 # The job re-traces each Dynamo graph (compiler_core/runtime/views.py) and records the views.
 SPECS = (Stage("core_aten", "Core ATen (view)", "Core ATen (view)", "python",
-               records=("core_aten",), graph=True),
-         Stage("prims", "Prims (view)", "Prims (view)", "python", records=("prims",), graph=True))
+               records=("core_aten",), graph=True, option="views"),
+         Stage("prims", "Prims (view)", "Prims (view)", "python", records=("prims",), graph=True,
+               option="views"))
 TABLES = {"core_aten": "the Core ATen decomposition table", "prims": "torch._prims TorchRefsMode"}
 VIEW_NOTE = ("# View: the Dynamo graph re-traced by torchbolt with make_fx and {table}.\n"
              "# Not what Inductor executed; symbolic sizes are specialised to the example inputs.\n")

@@ -19,6 +19,7 @@ class Stage:
     records: tuple[str, ...] = ()  # the first of these records of a compile announces the stage
     graph: bool = False  # an FX graph: nodes and edges can be drawn
     field: str = "stages"  # where a compile holds it ("kernels"; "timings" is the run's)
+    option: str | None = None  # the run option without which the stage is left out
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "records"}

@@ -7,4 +7,4 @@ from .spec import Stage
 
 SPECS = (Stage("timings", "Timings (measured)", "Measured after the script ran: every compiled "
                "callable, eager vs compiled (the whole run)", "json", records=("timing",),
-               field="timings"),)
+               field="timings", option="measure"),)
