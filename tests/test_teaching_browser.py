@@ -144,3 +144,11 @@ def test_a_first_visit_opens_on_the_first_lesson_with_its_result(page, app, live
     assert page.locator("#gallery-menu [data-lesson]").all_inner_texts()[0].startswith(
         f"1. {lessons[0][0].concept}")
     shot(page, "first_visit_lesson")
+    page.keyboard.press("Escape")
+    page.click(".cm-content")
+    page.keyboard.press("Control+End")
+    page.keyboard.insert_text("# a speaker's edit\n")
+    assert page.is_visible("#lesson")  # the lesson's code, edited: still its card
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text("import torch\n")
+    assert page.is_hidden("#lesson")  # other code pasted over it: the card would mislead

@@ -99,7 +99,17 @@ export function scrollToLine(view, line, y = "center") {
   view.dispatch({ effects: EditorView.scrollIntoView(view.state.doc.line(line).from, { y }) });
 }
 
-// The user's editor. `onRun` on Ctrl/Cmd+Enter; `onCursorLine(line)` as the cursor moves.
+// Whether an edit replaced the whole text (a paste over Ctrl+A, an example loaded).
+function replacedAll(update) {
+  let whole = false;
+  update.changes.iterChangedRanges((from, to) => {
+    whole ||= from === 0 && to === update.startState.doc.length && to > 0;
+  });
+  return whole;
+}
+
+// The user's editor. `onRun` on Ctrl/Cmd+Enter; `onCursorLine(line)` as the cursor moves;
+// `onChange(text, replacedAll)` on each edit.
 export function createEditor(parent, { doc, onRun, onCursorLine, onChange }) {
   const theme = new Compartment();
   let lastLine = null;
@@ -114,7 +124,7 @@ export function createEditor(parent, { doc, onRun, onCursorLine, onChange }) {
         lintGutter(),
         EditorView.lineWrapping,
         EditorView.updateListener.of((update) => {
-          if (update.docChanged) onChange(update.state.doc.toString());
+          if (update.docChanged) onChange(update.state.doc.toString(), replacedAll(update));
           const line = update.state.doc.lineAt(update.state.selection.main.head).number;
           if (line !== lastLine && (update.selectionSet || update.docChanged)) {
             lastLine = line;

@@ -33,7 +33,12 @@ const editor = createEditor($("#editor"), {
   doc: initialSource(),
   onRun: () => compile(),
   onCursorLine: (line) => { cursorLine = line; panes?.focusUserLine(line); recolorEditor(); },
-  onChange: (text) => { clearTimeout(draftTimer); draftTimer = setTimeout(() => saveDraft(text), 400); },
+  onChange: (text, replaced) => {
+    clearTimeout(draftTimer);
+    draftTimer = setTimeout(() => saveDraft(text), 400);
+    // Other code pasted over a lesson's closes its card; edits to the lesson's code keep it.
+    if (replaced && lessons.current && lessons.slugFor(text) !== lessons.current) lessons.show(null);
+  },
 });
 
 function showUserLine(line) {
