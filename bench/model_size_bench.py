@@ -1,18 +1,20 @@
 """torchbolt's cost as models grow: `python bench/model_size_bench.py [--layers 2 8 16 32]
-[--out bench/results/model_size.json]`.
+[--repeat 2] [--out bench/results/model_size.json]`.
 
 The model is the issue's (14): an `nn.TransformerEncoder`, d_model 64, forward + backward,
-compiled with the defaults. Per size, in this order, each in a cold process of its own:
+compiled with the defaults. First, per size, `--repeat` rounds of two cold processes, taking turns:
 - plain_s: `python script.py` (Inductor caches disabled; a fresh TMPDIR, so Inductor's
   precompiled header is built again as the engine's sandbox builds its own);
 - engine_s: `python -m compiler_core run script.py --no-measure --no-views` (stages only: no
   timings, no Core ATen / prims views), and its result's bytes (whole, its index, gzip);
+the ratio is that of the two medians (every sample is kept). Then, with nothing else running
+(the web server starts only now: its warm-up would slow the first size's processes):
 - page: the same code through `python -m app` in headless Chromium, measure off:
   first_stage_shown_s, from the first `stage` event reaching the page to a pane showing a stage's
   text; interactive_s, from the `done` event reaching the page to the final result shown with
   every pane's text (no pane still loading).
-The machine is shared: sizes run one after the other, plain before engine, and the load average
-at each start is recorded. A run for some sizes keeps the other sizes' rows of the output file.
+The machine is shared (the same plain script varied by 20 % here): the load average at each
+size's start is recorded. A run for some sizes keeps the other sizes' rows of the output file.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import gzip
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,42 +125,61 @@ def page_times(browser, url: str, source: str) -> dict:
             "interactive_s": round((timing["interactive"] - timing["doneEvent"]) / 1000, 3)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, nargs="+", default=[2, 8, 16, 32])
-    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
-                                                      "model_size.json"))
-    args = parser.parse_args()
-    work = tempfile.mkdtemp(prefix="torchbolt-model-size-")
+def cli_rounds(layers: int, work: str, repeat: int) -> dict:
+    """Plain script and engine, taking turns `repeat` times; medians and every sample."""
+    script = os.path.join(work, f"encoder_{layers}.py")
+    with open(script, "w", encoding="utf-8") as fh:
+        fh.write(MODEL.format(layers=layers))
+    row = {"layers": layers, "load_at_start": round(load(), 2)}
+    plains, engines = [], []
+    for _ in range(repeat):
+        plains.append(plain(script))
+        run = engine(script, os.path.join(work, f"encoder_{layers}.json"))
+        engines.append(run.pop("engine_s"))
+        row.update(run)
+    row.update(plain_s=round(statistics.median(plains), 2),
+               engine_s=round(statistics.median(engines), 2),
+               plain_samples_s=plains, engine_samples_s=engines)
+    row["ratio"] = round(row["engine_s"] / row["plain_s"], 3)
+    return row
+
+
+def page_rows(rows: list[dict], work: str) -> None:
+    """Each size's page times, through a web server started after the CLI rounds."""
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port), "--data-dir",
                                os.path.join(work, "data"), "--max-timeout", "600"], cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
     from playwright.sync_api import sync_playwright
-    rows = []
     try:
         wait_until_serving(port, server)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM,
                                                  args=["--headless", "--no-sandbox"])
-            for layers in args.layers:
-                source = MODEL.format(layers=layers)
-                script = os.path.join(work, f"encoder_{layers}.py")
-                with open(script, "w", encoding="utf-8") as fh:
-                    fh.write(source)
-                row = {"layers": layers, "load_at_start": round(load(), 2),
-                       "plain_s": plain(script)}
-                row.update(engine(script, os.path.join(work, f"encoder_{layers}.json")))
-                row["ratio"] = round(row["engine_s"] / row["plain_s"], 3)
+            for row in rows:
                 row.update(page_times(browser, f"http://127.0.0.1:{port}/",
-                                      source + "# page\n"))
-                rows.append(row)
+                                      MODEL.format(layers=row["layers"]) + "# page\n"))
                 print(json.dumps(row), flush=True)
             browser.close()
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, nargs="+", default=[2, 8, 16, 32])
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
+                                                      "model_size.json"))
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="torchbolt-model-size-")
+    rows = []
+    for layers in args.layers:
+        rows.append(cli_rounds(layers, work, args.repeat))
+        print(json.dumps(rows[-1]), flush=True)
+    page_rows(rows, work)
     if os.path.exists(args.out):  # sizes measured in an earlier run stay
         with open(args.out, encoding="utf-8") as fh:
             rows += [r for r in json.load(fh)["sizes"] if r["layers"] not in args.layers]

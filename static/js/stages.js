@@ -27,8 +27,10 @@ export function stageList(compile) {
 // run's timings), those a run option left out (`leftOut`), and `current` when the pane is set to
 // one it lacks.
 export function stageMenu(compile, result, current) {
+  const offHere = (name) => leftOut(name, result) && // a compile's views: of Dynamo's graph only
+    (stages.get(name)?.field !== "stages" || Boolean(compile?.stages?.dynamo_graph));
   return stageList(compile).filter(([name]) =>
-    !result || name === current || artifactFor(compile, name, result) || leftOut(name, result));
+    !result || name === current || artifactFor(compile, name, result) || offHere(name));
 }
 
 // The run option that gives this stage (null: none), and whether the run had it off.
