@@ -4,7 +4,9 @@ The zygote (`python -m compiler_core.runtime.zygote`, started by `worker.Worker`
 `sandbox.py`) imports torch and runs one trivial CPU compile, so a job pays neither `import torch`
 nor Inductor's lazy initialisation. Where a GPU is visible it warms nothing that a fork can't
 inherit (CUDA): each job process initialises CUDA itself, ahead of its job ("standby").
-With TORCHBOLT_WARM=0 (the CLI's one job) it warms nothing: the job pays its own first compile.
+With TORCHBOLT_WARM=0 (the CLI's one job) the zygote skips its CPU warm-up: the job pays its own
+first compile. A GPU job's process still warms up: that warm-up also keeps the timings' own
+kernels (L2 flush, accuracy check) out of the job's kernel list.
 
 Protocol with the supervisor, on a SOCK_SEQPACKET socket, one JSON message each:
   supervisor -> zygote  {"slot", "sandboxed", "disk_mb", "job_dir"}
@@ -169,7 +171,7 @@ def zygote_main() -> None:
     os.dup2(2, 1)  # anything torch prints goes to stderr
     started = time.monotonic()
     fresh = needs_fresh_process()
-    warm = os.environ.get("TORCHBOLT_WARM") != "0"  # "0": one job (the CLI), nothing to warm
+    warm = os.environ.get("TORCHBOLT_WARM") != "0"  # "0": one job (the CLI) on the CPU
     if warm and not fresh:
         warm_up("cpu")
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
@@ -189,7 +191,7 @@ def zygote_main() -> None:
         data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 5)
         if not data:
             return  # the supervisor closed the socket
-        slot = {**json.loads(data), "warm_fresh": warm and fresh, "warm_dir": warm_dir}
+        slot = {**json.loads(data), "warm_fresh": fresh, "warm_dir": warm_dir}
         pid = os.fork()
         if pid == 0:
             sock.close()

@@ -62,8 +62,8 @@ class Worker:
                  warm: bool = True) -> None:
         """`timing_lock`: a lock file (e.g. one per GPU) that each job holds, with flock, for
         its timings only: jobs of workers sharing it compile at once but never time at once.
-        `warm=False`: no warm-up compile, which only later jobs gain from (the CLI runs one job;
-        its first compile pays what a plain `python script.py` pays)."""
+        `warm=False`: no CPU warm-up compile in the zygote, which only later jobs gain from (the
+        CLI runs one job; its first compile pays what a plain `python script.py` pays)."""
         self.requested_sandbox = sandbox
         self.timing_lock = timing_lock
         self.warm = warm
