@@ -36,7 +36,7 @@ def _item(tree: ModuleTree, item: str, kernels: dict[str, list[int]]) -> dict:
                 "kernels": kernels.get(item, [])}
     node = tree.nodes[item]
     row = {"id": item, "kind": "node", **{k: node[k] for k in NODE_FIELDS if node.get(k) is not None}}
-    if (lines := box_lines(node)) != [node["name"], node["target"]]:
+    if (lines := box_lines(node)) != [node["name"], node.get("target") or ""]:
         row["label"] = lines  # what the box shows, when not its name and target
     if kernels.get(item):
         row["kernels"] = kernels[item]

@@ -171,11 +171,12 @@ def zygote_main() -> None:
     os.dup2(2, 1)  # anything torch prints goes to stderr
     started = time.monotonic()
     fresh = needs_fresh_process()
-    warm = os.environ.get("TORCHBOLT_WARM") != "0"  # "0": one job (the CLI) on the CPU
-    if warm and not fresh:
+    # TORCHBOLT_WARM=0: one job (the CLI) on the CPU, which a warm-up would not speed up
+    warm_cpu = not fresh and os.environ.get("TORCHBOLT_WARM") != "0"
+    if warm_cpu:
         warm_up("cpu")
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-    warm_dir = default_cache_dir() if warm and not fresh else None  # what jobs may read of it
+    warm_dir = default_cache_dir() if warm_cpu else None  # what jobs may read of the warm-up
     lock = threading.Lock()
 
     def send(message: dict) -> None:

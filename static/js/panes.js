@@ -256,7 +256,7 @@ class Pane {
     clear(this.stageSelect, stageMenu(compile, result, stage).map(([name, label]) => {
       const present = !result || artifactFor(compile, name, result);
       return h("option", { value: name, selected: name === stage, class: present ? "" : "absent" },
-        present ? label : `${label} (${leftOut(name, result) ? "off" : "none"})`);
+        present ? label : `${label} (${leftOut(name, compile, result) ? "off" : "none"})`);
     }));
   }
 
@@ -265,7 +265,7 @@ class Pane {
     const label = stageLabel(stage, compile);
     if (result.partial) return h("p", { class: "empty" }, `Waiting for ${label} ...`);
     const absent = `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage`;
-    if (!leftOut(stage, result)) return h("p", { class: "empty" }, `${absent}.`);
+    if (!leftOut(stage, compile, result)) return h("p", { class: "empty" }, `${absent}.`);
     const option = optionOf(stage);
     return h("p", { class: "empty" }, `${absent}: the '${this.owner.optionLabel(option)}' box was off ` +
       "for this run. ", h("button", { class: "run-with", onclick: () => this.owner.onRunWith(option) },

@@ -27,18 +27,18 @@ export function stageList(compile) {
 // run's timings), those a run option left out (`leftOut`), and `current` when the pane is set to
 // one it lacks.
 export function stageMenu(compile, result, current) {
-  const offHere = (name) => leftOut(name, result) && // a compile's views: of Dynamo's graph only
-    (stages.get(name)?.field !== "stages" || Boolean(compile?.stages?.dynamo_graph));
-  return stageList(compile).filter(([name]) =>
-    !result || name === current || artifactFor(compile, name, result) || offHere(name));
+  return stageList(compile).filter(([name]) => !result || name === current ||
+    artifactFor(compile, name, result) || leftOut(name, compile, result));
 }
 
-// The run option that gives this stage (null: none), and whether the run had it off.
+// The run option that gives this stage (null: none), and whether this run had it off, for this
+// compile: a compile's own views come only from a Dynamo graph (not an export or a TorchScript).
 export const optionOf = (stage) => stages.get(stage)?.option ?? null;
-export const leftOut = (stage, result) => {
+export function leftOut(stage, compile, result) {
   const option = optionOf(stage);
-  return Boolean(option && result?.options?.[option] === false);
-};
+  if (!option || result?.options?.[option] !== false) return false;
+  return stages.get(stage).field !== "stages" || Boolean(compile?.stages?.dynamo_graph);
+}
 
 export function artifactFor(compile, stage, result) {
   const spec = stages.get(stage);
