@@ -12,8 +12,10 @@ arguments and grad mode of its first call, Inductor's per-kernel benchmark harne
   harness with the given config; and the same kernel alone under torchbolt's method, redone
   here with the profiler (median device time, L2 flushed before each launch);
 - per callable, eager and compiled: `triton.testing.do_bench` (median; L2 flushed before each
-  call, its default), `torch.utils.benchmark.Timer.blocked_autorange` (median); and CUDA events
-  around blocks of the given calls per sample, and of 10x as many (median of 20).
+  call, its default) in rounds, the two sides taking turns for 8 s, and the speed-up as the
+  median of the rounds' ratios; one default do_bench call per side;
+  `torch.utils.benchmark.Timer.blocked_autorange` (median); and CUDA events around blocks of the
+  given calls per sample, and of 10x as many (median of 20).
 `overhead`: what do_bench adds to a kernel (do_bench of an empty kernel minus its device time).
 The script's own output goes to stderr; the last line of stdout is the JSON answer.
 """
@@ -28,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import torch
 from torch.utils._pytree import tree_flatten
@@ -166,16 +169,30 @@ def timer_ms(fn) -> float:
     return timer.blocked_autorange(min_run_time=1.0).median * 1e3
 
 
-ROUNDS = 5  # do_bench rounds per side, eager and compiled taking turns
+SPAN_S, MIN_ROUNDS, ROUND_MS = 8.0, 10, 40  # do_bench rounds: eager and compiled take turns
+
+
+def do_bench_rounds(sides: dict) -> dict[str, list[float]]:
+    """do_bench (median, `ROUND_MS` of calls after its L2 flush each) per side in turns, the
+    order alternating, for `SPAN_S`: the H200 machine's host drifts in episodes of seconds
+    (`bench/host_drift.py`), so one do_bench per side, one after the other, can catch the two
+    sides on different hosts in effect."""
+    from triton.testing import do_bench
+    rounds: dict[str, list[float]] = {side: [] for side in sides}
+    deadline, i = time.monotonic() + SPAN_S, 0
+    while i < MIN_ROUNDS or time.monotonic() < deadline:
+        for side in (list(sides) if i % 2 == 0 else list(sides)[::-1]):
+            rounds[side].append(do_bench(sides[side], warmup=5, rep=ROUND_MS,
+                                         return_mode="median"))
+        i += 1
+    return rounds
 
 
 def e2e(entry: dict, calls: int) -> dict:
     """Eager and compiled on the first call's arguments, in its grad mode; with backward when
-    the outputs require grad (random output gradients). do_bench runs in rounds, eager and
-    compiled taking turns, median of the rounds' medians: on the H200 machine the host's speed
-    drifts (a launch-bound eager ResNet-18 read 1.5 ms and 2.3-2.5 ms in the same process a
-    minute apart), and one do_bench per side, one side after the other, would put that drift
-    into the speed-up."""
+    the outputs require grad (random output gradients). do_bench's speed-up: the median of
+    the rounds' eager / compiled ratios (`do_bench_rounds`), with their quartiles; each side's
+    `do_bench_ms` is the median of its rounds, `do_bench_once_ms` one default do_bench call."""
     from triton.testing import do_bench
     args, kwargs, mode = entry["call"]
     with GRAD_MODES[mode]():
@@ -183,18 +200,20 @@ def e2e(entry: dict, calls: int) -> dict:
         grads = [torch.randn_like(t) for t in outs] if mode == "grad" and outs else None
         sides = {side: caller(fn, args, kwargs, grads)
                  for side, fn in (("eager", entry["original"]), ("compiled", entry["compiled"]))}
-        rounds: dict[str, list[float]] = {side: [] for side in sides}
         for _ in range(3):
             for call in sides.values():
                 call()
-        for i in range(ROUNDS):
-            for side in (list(sides) if i % 2 == 0 else list(sides)[::-1]):
-                rounds[side].append(do_bench(sides[side], return_mode="median"))
-        return {side: {"do_bench_ms": statistics.median(rounds[side]),
-                       "do_bench_rounds_ms": rounds[side], "timer_ms": timer_ms(call),
-                       "our_clock_here_ms": events_ms(call, calls),
-                       "our_clock_here_10x_calls_ms": events_ms(call, 10 * calls)}
-                for side, call in sides.items()}
+        rounds = do_bench_rounds(sides)
+        ratios = [e / c for e, c in zip(rounds["eager"], rounds["compiled"])]
+        q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+        out = {side: {"do_bench_ms": statistics.median(rounds[side]),
+                      "do_bench_rounds_ms": rounds[side],
+                      "do_bench_once_ms": do_bench(call, return_mode="median"),
+                      "timer_ms": timer_ms(call),
+                      "our_clock_here_ms": events_ms(call, calls),
+                      "our_clock_here_10x_calls_ms": events_ms(call, 10 * calls)}
+               for side, call in sides.items()}
+        return {**out, "speedup": {"median": median, "q1": q1, "q3": q3, "rounds": len(ratios)}}
 
 
 # ------------------------------------------------------------------ Inductor's kernel harness

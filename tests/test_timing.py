@@ -10,7 +10,8 @@ import torch
 
 from compiler_core import Options
 from compiler_core.report.plots import kernel_figure
-from compiler_core.runtime.measure.clocks import summary
+from compiler_core.runtime.measure.clocks import (HOST_BOUND_MAX_S, MAX_CALLS, MIN_TURNS,
+                                                  interleaved, plan_per_call, summary)
 from compiler_core.runtime.measure.accuracy import compare, verdict
 from compiler_core.runtime.measure.inputs import fresh_like
 from compiler_core.runtime.measure.timing import launch_bound_notes
@@ -122,9 +123,9 @@ def test_end_to_end_statistics_are_consistent(result):
             assert stats["samples"] >= 5 and stats["min_ms"] > 0
             assert stats["q1_ms"] <= stats["median_ms"] <= stats["q3_ms"]
         if timing["correctness"]["ok"] is not False:
-            ratio = warm["eager"]["median_ms"] / warm["compiled"]["median_ms"]
-            assert warm["speedup"]["median"] == pytest.approx(ratio)
-            assert warm["speedup"]["low"] <= warm["speedup"]["median"] <= warm["speedup"]["high"]
+            speed = warm["speedup"]
+            assert speed["pairs"] == warm["eager"]["samples"] == warm["compiled"]["samples"]
+            assert speed["low"] <= speed["median"] <= speed["high"]
 
 
 def test_correctness_gates_the_speedup(result):
@@ -208,6 +209,52 @@ def test_tolerance_depends_on_dtype():
 def test_summary_quartiles():
     stats = summary([1.0, 2.0, 3.0, 4.0, 100.0])
     assert (stats["q1_ms"], stats["median_ms"], stats["q3_ms"]) == (2.0, 3.0, 4.0)
+
+
+class ScriptedClock:
+    """Each function returns its own time in ms; a host that is slow on every third turn."""
+
+    def __init__(self):
+        self.samples = 0
+
+    def block(self, fn, calls, before=None):
+        self.samples += 1
+        slow = (self.samples - 1) // 2 % 3 == 2  # both samples of a turn see the same host
+        return fn(slow)
+
+
+def test_the_speedup_pairs_turns_that_saw_the_same_host():
+    """A call the host paces: eager 2 ms, compiled 1 ms on a fast host; on a slow host eager
+    takes 3.2 ms while compiled stops at 1.3 ms (its kernels' floor). Each turn's ratio is
+    taken within the turn, and the speed-up is their median."""
+    fns = {"eager": lambda slow: 3.2 if slow else 2.0,
+           "compiled": lambda slow: 1.3 if slow else 1.0}
+    series = interleaved(fns, ScriptedClock(), calls=1, blocks=30)
+    speed = series["speedup"]
+    assert speed["pairs"] == 30 and speed["median"] == pytest.approx(2.0)
+    assert speed["low"] == pytest.approx(2.0) and speed["high"] == pytest.approx(3.2 / 1.3)
+    assert series["eager"]["samples"] == series["compiled"]["samples"] == 30
+
+
+class ProbedClock:
+    def __init__(self, device_ms, host_ms):
+        self.device_ms, self.host_ms = device_ms, host_ms
+
+    def probe(self, fn, calls):
+        return self.device_ms, self.host_ms
+
+
+def test_calls_the_host_paces_are_sampled_over_seconds():
+    fns = {"eager": None, "compiled": None}
+    gpu_bound = plan_per_call(fns, ProbedClock(device_ms=1.0, host_ms=0.1))
+    host_bound = plan_per_call(fns, ProbedClock(device_ms=2.0, host_ms=1.9))
+    tiny = plan_per_call(fns, ProbedClock(device_ms=0.02, host_ms=0.02))
+    assert not gpu_bound["host_bound"] and host_bound["host_bound"] and tiny["host_bound"]
+    assert gpu_bound["turns"] == MIN_TURNS  # 20 ms turns: 0.8 s, over the 0.4 s budget
+    span_s = host_bound["turns"] * host_bound["calls_per_turn"] * 2 * 2e-3
+    assert 3.0 <= span_s <= HOST_BOUND_MAX_S  # 800 calls of each: 3.2 s
+    assert host_bound["calls_per_turn"] == 10  # a turn: about 20 ms of one function's calls
+    assert tiny["calls_per_turn"] * tiny["turns"] == MAX_CALLS
 
 
 def test_launch_capture_keeps_each_kernels_first_launch(monkeypatch):

@@ -7,8 +7,8 @@ reaper (`reaper.py`) on the other slots or web servers then retries or fails the
 
 GPUs: slot i is pinned to GPU `gpus[i % len(gpus)]` (CUDA_VISIBLE_DEVICES), and each of its jobs
 holds that GPU's lock file (flock, on a descriptor the supervisor passes into the sandbox) for
-its timings only: several slots per GPU compile at once on the CPU cores, but at most one job
-per GPU times at a time.
+its timings only, as each job process does for its warm-up: several slots per GPU compile at
+once on the CPU cores, but at most one job per GPU times at a time, and never beside a warm-up.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def slot_environment(args: argparse.Namespace, index: int) -> dict:
            "TORCHBOLT_SLOT": f"{socket.gethostname()}-{os.getpid()}-{index}"}
     if args.device == "cuda":
         gpu = args.gpus[index % len(args.gpus)]
-        env.update(CUDA_VISIBLE_DEVICES=gpu, TORCHBOLT_GPU_LOCK=f"/tmp/torchbolt-gpu-{gpu}.lock")
+        env["CUDA_VISIBLE_DEVICES"] = gpu  # its Worker locks this GPU's file (gpu_lock_path)
     else:
         env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU slot on a GPU host stays on the CPU
     return env

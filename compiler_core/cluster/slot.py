@@ -2,8 +2,8 @@
 
 Started by `host.py` as `python -m compiler_core.cluster.slot` with its settings in the
 environment (the broker URL travels there, never in argv, since argv is world-readable):
-TORCHBOLT_BROKER, TORCHBOLT_SLOT (its name), TORCHBOLT_DEVICE (cpu or cuda) and, on a GPU,
-TORCHBOLT_GPU_LOCK (a file each job locks around its timings; see host.py).
+TORCHBOLT_BROKER, TORCHBOLT_SLOT (its name) and TORCHBOLT_DEVICE (cpu or cuda); on a GPU its
+engine Worker locks that GPU's lock file around each job's timings (see host.py).
 
 At start the slot warms its engine Worker (the sandboxed zygote) and runs a probe job to learn
 its environment (torch, triton, device, device name), then heartbeats it every second and takes
@@ -56,11 +56,11 @@ class StreamedJob(Job):
 
 
 class SlotState:
-    def __init__(self, name: str, url: str, device: str, gpu_lock: str | None) -> None:
+    def __init__(self, name: str, url: str, device: str) -> None:
         self.name = name
         self.conn = protocol.connect(url)
         # On a GPU, each job holds its GPU's lock file for its timings only (see host.py).
-        self.worker = Worker(timing_lock=gpu_lock if device != "cpu" else None).start()
+        self.worker = Worker().start()
         self.worker.wait_ready()
         self.environment = protocol.environment_identity(
             self.worker.run(PROBE_SOURCE, Options(device=device))["environment"])
@@ -118,8 +118,7 @@ def main() -> None:
     from rq import Queue, SimpleWorker
     from rq.serializers import JSONSerializer
     name, url = os.environ["TORCHBOLT_SLOT"], os.environ.pop("TORCHBOLT_BROKER")
-    _state = state = SlotState(name, url, os.environ.get("TORCHBOLT_DEVICE", "cpu"),
-                               os.environ.get("TORCHBOLT_GPU_LOCK") or None)
+    _state = state = SlotState(name, url, os.environ.get("TORCHBOLT_DEVICE", "cpu"))
     threading.Thread(target=_keep_alive, args=(state,), daemon=True).start()
     env = state.environment
     print(f"torchbolt slot {name}: ready: torch {env['torch']}, {env['device']} "

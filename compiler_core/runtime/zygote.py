@@ -10,8 +10,10 @@ kernels (L2 flush, accuracy check) out of the job's kernel list.
 
 Protocol with the supervisor, on a SOCK_SEQPACKET socket, one JSON message each:
   supervisor -> zygote  {"slot", "sandboxed", "disk_mb", "job_dir"}
-                         with fds [control, records, stdout, stderr, fault]
-  zygote -> supervisor  {"ready", "warm_s"} once, then {"slot", "exit": code} per slot.
+                         with fds [control, records, stdout, stderr, fault] and, where the
+                         job process warms up (GPU), the timing lock (see `warm_up`)
+  zygote -> supervisor  {"ready", "warm_s", "fresh_process_per_job", "gpu"} once, then
+                         {"slot", "exit": code} per slot.
 Per slot, on its own `control` socket (the job never holds the zygote's socket):
   job -> "join" (the kernel attaches its host PID; the supervisor puts it in the job's cgroup)
   supervisor -> "go";  job -> "ready" (isolated, warm);  supervisor -> job JSON + [source fd];
@@ -35,13 +37,14 @@ from ..options import OUTPUT_FILE_LIMIT, Options
 MAX_MESSAGE = 1 << 16
 
 
-def warm_up(device: str) -> None:
+def warm_up(device: str, timing_lock_fd: int | None = None) -> None:
     """Pay torch's import and Inductor's first compile on `device` before any job: Dynamo,
     AOTAutograd, Inductor's lowering and codegen, and the kernel compiler (C++ or Triton).
     The zygote warms on the CPU; on a GPU machine each job's process (forked ahead of its job,
     see `supervisor/worker.py`) initialises CUDA and compiles once on it instead (a fork cannot
     inherit CUDA; a CPU compile there, C++ toolchain and all, took about a minute on the H200
-    machine, more than it saves a GPU job)."""
+    machine, more than it saves a GPU job). The GPU warm-up's own timings hold the GPU's timing
+    lock (`timing_lock_fd`), as a job's timings do: no job times beside them."""
     import torch
     import torch._dynamo
     from torch._inductor import compile_fx  # noqa: F401  (import cost is the point)
@@ -58,8 +61,10 @@ def warm_up(device: str) -> None:
     compiled(x)
     if device == "cuda":  # here, ahead of the job, not on its clock
         from .gpu import triton_kernels
+        from .measure import held
         from .measure.timing import warm_up as warm_up_timings
-        warm_up_timings(small, compiled, x)
+        with held(timing_lock_fd):
+            warm_up_timings(small, compiled, x)
         triton_kernels.note_warm_up_kernels()
     torch._dynamo.reset()
     from .opsets import opsets
@@ -85,7 +90,7 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
     """In the job process: namespaces (sandboxed) or a session of its own, the job's cgroup,
     private files, output to the supervisor's files, then (GPU) CUDA warm-up. Returns the
     control socket; the calling process is the job's PID 1 when sandboxed."""
-    control_fd, records, stdout, stderr, fault = fds
+    control_fd, records, stdout, stderr, fault, *warm_lock = fds
     jail.die_with_parent()
     if slot["sandboxed"]:
         jail.enter_namespaces()
@@ -106,7 +111,9 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
     os.environ["TRITON_CACHE_DIR"] = os.path.join(slot["job_dir"], "triton-cache")
     if slot["warm_fresh"]:
         import torch
-        warm_up("cuda" if torch.cuda.is_available() else "cpu")
+        warm_up("cuda" if torch.cuda.is_available() else "cpu", *warm_lock)
+    for fd in warm_lock:
+        os.close(fd)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit raises instead
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
@@ -186,10 +193,11 @@ def zygote_main() -> None:
     def reap(slot: str, pid: int) -> None:
         send({"slot": slot, "exit": os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])})
 
+    import torch
     send({"ready": True, "warm_s": round(time.monotonic() - started, 2),
-          "fresh_process_per_job": fresh})
+          "fresh_process_per_job": fresh, "gpu": torch.cuda.is_available()})
     while True:
-        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 5)
+        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 6)
         if not data:
             return  # the supervisor closed the socket
         slot = {**json.loads(data), "warm_fresh": fresh, "warm_dir": warm_dir}

@@ -20,6 +20,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -35,6 +36,12 @@ PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_
 STARTUP_TIMEOUT_S = 300
 MEMORY_ACT_AT = 0.9  # of the limit: stop the job with its traceback before the kernel kills it
 _serial = iter(range(1, 1 << 62))
+
+
+def gpu_lock_path() -> str:
+    """The timing lock of the GPU this process's jobs use (the first visible one)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0"
+    return os.path.join(tempfile.gettempdir(), f"torchbolt-gpu-{visible.replace('/', '_')}.lock")
 
 
 class WorkerError(RuntimeError):
@@ -60,8 +67,10 @@ class Worker:
 
     def __init__(self, sandbox: bool | None = None, timing_lock: str | None = None,
                  warm: bool = True) -> None:
-        """`timing_lock`: a lock file (e.g. one per GPU) that each job holds, with flock, for
-        its timings only: jobs of workers sharing it compile at once but never time at once.
+        """`timing_lock`: a lock file that each job holds, with flock, for its timings only,
+        and a GPU job's process for its warm-up: jobs of workers sharing it compile at once but
+        never time at once, nor while a job process warms up. On a GPU machine the default is
+        the GPU's own (`gpu_lock_path`), which all workers of this machine share.
         `warm=False`: no CPU warm-up compile in the zygote, which only later jobs gain from (the
         CLI runs one job; its first compile pays what a plain `python script.py` pays)."""
         self.requested_sandbox = sandbox
@@ -143,6 +152,8 @@ class Worker:
                 if message.get("ready"):
                     self.warm_s = message["warm_s"]
                     self.fresh_process_per_job = message["fresh_process_per_job"]
+                    if message["gpu"] and self.timing_lock is None:
+                        self.timing_lock = gpu_lock_path()
                     self._ready.set()
                 elif message.get("slot") in self._slots:
                     self._slots[message["slot"]].events.put(("exit", message["exit"]))
@@ -153,8 +164,11 @@ class Worker:
             slot.events.put(("zygote_died",))
 
     def _open_slot(self, disk_mb: int) -> Slot:
+        """A job process, forked now; one that warms up (a GPU's) gets the timing lock too."""
         slot = Slot(f"{self._name}-{next(_serial)}", self.sandboxed, self._group_layout)
         self._slots[slot.name] = slot
+        if self.fresh_process_per_job and self.timing_lock:
+            slot.their_fds.append(os.open(self.timing_lock, os.O_RDWR | os.O_CREAT, 0o600))
         socket.send_fds(self._sock, [json.dumps(slot.spec(disk_mb, self.sandboxed)).encode()],
                         slot.their_fds)
         slot.handed_over()

@@ -111,10 +111,13 @@ function endToEnd(entry) {
                    cudagraphs: "GPU, CUDA graphs (mode='reduce-overhead')" };
   const cell = (stats) => h("td", {}, duration(stats.median_ms),
     h("small", { class: "muted" }, ` IQR ${duration(stats.q1_ms)}–${duration(stats.q3_ms)}`));
+  const paced = (s) => s.host_bound ? "\nThe host paces these calls (launches take half their " +
+    "time or more) and its speed drifts: sampled over a longer span." : "";
   const row = (name, s) => h("tr", { dataset: { series: name } },
-    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}` }, labels[name]),
+    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}${paced(s)}` }, labels[name]),
     cell(s.eager), cell(s.compiled ?? s.cudagraphs),
-    s.speedup ? h("td", { class: "speedup" }, speedupText(s.speedup))
+    s.speedup ? h("td", { class: "speedup", title: `${s.speedup.how ?? ""} (${s.speedup.pairs} pairs)` },
+      speedupText(s.speedup))
       : h("td", { class: "speedup mismatch" }, "not reported (outputs differ)"));
   return h("table", { class: "timing-table e2e" },
     h("caption", {}, "End to end, per call (median of interleaved samples)"),

@@ -59,6 +59,19 @@ class CudaClock:
         torch.cuda.synchronize()
         return [start.elapsed_time(end) for start, end in pairs]
 
+    def probe(self, fn, calls: int) -> tuple[float, float]:
+        """Milliseconds per call over `calls` back-to-back calls: on the device (events), and
+        on the host until the last launch returned (the host's share of the call)."""
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        self.start.record()
+        for _ in range(calls):
+            fn()
+        host_ms = (time.perf_counter() - started) * 1e3 / calls
+        self.end.record()
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end) / calls, host_ms
+
     def block(self, fn, calls: int, before=None) -> float:
         torch.cuda.synchronize()
         if before:
@@ -78,39 +91,67 @@ def summary(samples_ms: list[float]) -> dict:
             "min_ms": min(samples_ms), "samples": len(samples_ms)}
 
 
-def speedup(eager: dict, compiled: dict) -> dict:
-    """Median ratio, with the range its IQRs allow (eager q1 / compiled q3 .. q3 / q1)."""
-    return {"median": eager["median_ms"] / compiled["median_ms"],
-            "low": eager["q1_ms"] / compiled["q3_ms"], "high": eager["q3_ms"] / compiled["q1_ms"]}
+def paired_speedup(reference: list[list[float]], candidate: list[list[float]]) -> dict:
+    """reference / candidate per turn (each turn's median against its neighbour's), then the
+    median and quartiles of those ratios. On the H200 machine the host's speed drifts in
+    episodes of seconds (a launch-bound ResNet-18's eager call read 1.7-2.6 ms), and the
+    speed-up of a call the host paces changes with it; paired turns see the same host, so
+    their ratios' median settles within 5 % in seconds where the ratio of the two medians
+    needs tens of seconds (`bench/host_drift.py`)."""
+    ratios = [statistics.median(r) / statistics.median(c) for r, c in zip(reference, candidate)]
+    q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return {"median": median, "low": q1, "high": q3, "pairs": len(ratios),
+            "how": "median of per-turn ratios, eager and compiled turns side by side; range: "
+                   "their quartiles"}
 
 
-def _alternating(fns: dict, turns: int, take) -> dict[str, dict]:
+def _alternating(fns: dict, turns: int, take) -> dict:
     """`take(fn)` (a list of samples) for each function in turn, the order alternating each
-    turn, so that drift hits all alike; a summary per function."""
+    turn, so that drift hits all alike; a summary per function and the first function's
+    speed-up over the second, paired turn by turn."""
     samples = {name: [] for name in fns}
     order = list(fns)
     for i in range(turns):
         for name in (order if i % 2 == 0 else order[::-1]):
-            samples[name] += take(fns[name])
-    return {name: summary(values) for name, values in samples.items()}
+            samples[name].append(take(fns[name]))
+    out = {name: summary([x for turn in values for x in turn])
+           for name, values in samples.items()}
+    return {**out, "speedup": paired_speedup(*samples.values())}
 
 
-def interleaved(fns: dict, clock, calls: int, blocks: int, before=None) -> dict[str, dict]:
+def interleaved(fns: dict, clock, calls: int, blocks: int, before=None) -> dict:
     """One sample a turn: a block of `calls` back-to-back calls, per call."""
     return _alternating(fns, blocks, lambda fn: [clock.block(fn, calls, before)])
 
 
-def interleaved_per_call(fns: dict, clock: CudaClock, calls: int, blocks: int,
-                         before=None) -> dict[str, dict]:
+def interleaved_per_call(fns: dict, clock: CudaClock, calls: int, turns: int,
+                         before=None) -> dict:
     """`calls` samples a turn: each call timed on its own (`CudaClock.per_call`)."""
-    return _alternating(fns, blocks, lambda fn: clock.per_call(fn, calls, before))
+    return _alternating(fns, turns, lambda fn: clock.per_call(fn, calls, before))
 
 
-def plan_per_call(fns: dict, clock: CudaClock, turns: int = 10) -> int:
-    """Calls per turn for `interleaved_per_call` within the budget (5 to 100)."""
-    per_call_s = max(clock.block(fn, 1) for fn in fns.values()) / 1e3
-    total = BUDGET_S["cuda"] / (len(fns) * max(per_call_s, 1e-7))
-    return min(100, max(5, int(total / turns)))
+# Per-call series on a GPU: a turn is one function's calls for about TURN_S, so that paired
+# turns are close in time; at least MIN_TURNS turns, over BUDGET_S["cuda"] or, for a call the
+# host paces (its launches take at least HOST_BOUND_SHARE of its device-side span), over
+# HOST_BOUND_CALLS calls of each function, at most HOST_BOUND_MAX_S: the host's slow episodes
+# last seconds, and a short series can fall inside one. At most MAX_CALLS calls a function
+# (tiny calls: their events' own cost, and a job's full result within about 3 s).
+TURN_S, MIN_TURNS, MAX_CALLS_PER_TURN, MAX_CALLS = 0.02, 20, 100, 2000
+HOST_BOUND_SHARE, HOST_BOUND_CALLS, HOST_BOUND_MAX_S = 0.5, 800, 4.0
+
+
+def plan_per_call(fns: dict, clock: CudaClock) -> dict:
+    """Calls per turn and turns for `interleaved_per_call`, and whether the host paces the
+    calls (see above)."""
+    probes = [clock.probe(fn, 3) for fn in fns.values()]
+    per_call_s = [max(device_ms, 1e-4) / 1e3 for device_ms, _ in probes]
+    host_bound = any(host_ms >= HOST_BOUND_SHARE * device_ms for device_ms, host_ms in probes)
+    calls = min(MAX_CALLS_PER_TURN, max(1, math.ceil(TURN_S / max(per_call_s))))
+    span_s = BUDGET_S["cuda"]
+    if host_bound:
+        span_s = min(HOST_BOUND_MAX_S, max(span_s, HOST_BOUND_CALLS * sum(per_call_s)))
+    turns = min(int(span_s / (calls * sum(per_call_s))), MAX_CALLS // calls)
+    return {"calls_per_turn": calls, "turns": max(MIN_TURNS, turns), "host_bound": host_bound}
 
 
 def plan(fns: dict, clock, device: str) -> tuple[int, int]:

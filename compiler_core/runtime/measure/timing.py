@@ -5,7 +5,8 @@ Per recorded call (`CompileRecorder`: up to 4 argument signatures per callable):
 - the call as the script made it (`replay`: its arguments and grad mode; never a compile), and
   correctness first (`accuracy`, as PyTorch's benchmark runner judges it): a mismatch is
   reported as a mismatch, never as a speed-up;
-- end to end (`clocks`), eager and compiled interleaved, median and IQR per call, after warm-up.
+- end to end (`clocks`), eager and compiled interleaved, median and IQR per call, after warm-up;
+  the speed-up is the median of paired turns' ratios, with their quartiles.
   CPU: blocks of calls. GPU, the first series is the one to compare with do_bench: `warm`, each
   call between its own CUDA events (L2 as the previous call left it); then `cold` (the same
   with L2 flushed before each call), `throughput` (blocks of back-to-back calls) and
@@ -23,7 +24,7 @@ import torch
 from ...report.plots import kernel_figure, roofline_figure
 from .alone import capture_launches, time_alone
 from .clocks import (CpuClock, CudaClock, interleaved, interleaved_per_call, measure_peaks, plan,
-                     plan_per_call, speedup)
+                     plan_per_call)
 from .accuracy import check, fp64_reference, verdict
 from .inputs import backward_grads, caller
 from .profile import profile_cpu, profile_cuda
@@ -71,19 +72,15 @@ def reduce_overhead(entry, real_compile, args, kwargs, grads):
     return step
 
 
-TURNS = 10  # GPU per-call series: eager and compiled take turns this many times
+COLD_TURNS = 10  # a secondary series: its flushes cost a tiny call's job the most time
 
 
 def end_to_end(calls: dict, device: Device, replay: Replay) -> dict:
     """The series, the one to compare first (`warm`) first. A callable that changes its inputs
     gets them restored before each sample, outside the timed span."""
     if device.kind == "cuda":
-        out = _gpu_series(calls, device, replay)
-    else:
-        out = {"warm": _blocks(calls, device, replay)}
-    for series in out.values():
-        series["speedup"] = speedup(series["eager"], series["compiled"])
-    return out
+        return _gpu_series(calls, device, replay)
+    return {"warm": _blocks(calls, device, replay)}
 
 
 def _blocks(calls: dict, device: Device, replay: Replay) -> dict:
@@ -98,18 +95,21 @@ def _blocks(calls: dict, device: Device, replay: Replay) -> dict:
 
 def _gpu_series(calls: dict, device: Device, replay: Replay) -> dict:
     """warm: each call between its own CUDA events, queued one after another (do_bench's way),
-    L2 as the call before left it; cold: the same with L2 flushed before each call (do_bench's
-    own treatment); throughput: blocks of back-to-back calls."""
+    L2 as the call before left it, over a longer span where the host paces the calls (see
+    `plan_per_call`); cold: the same with L2 flushed before each call (do_bench's own
+    treatment), in `COLD_TURNS` turns; throughput: blocks of back-to-back calls."""
     clock, restore = device.clock, (replay.restore if replay.mutates else None)
 
     def cold():
         replay.restore()
         device.flush()
-    per_turn = plan_per_call(calls, clock, TURNS)
-    out = {"warm": {**interleaved_per_call(calls, clock, per_turn, TURNS, before=restore),
-                    "calls_per_sample": 1, "how": "each call timed on its own (CUDA events), "
-                    "calls queued one after another; L2 as the previous call left it"},
-           "cold": {**interleaved_per_call(calls, clock, per_turn, TURNS, before=cold),
+    planned = plan_per_call(calls, clock)
+    per_turn, turns = planned["calls_per_turn"], planned["turns"]
+    out = {"warm": {**interleaved_per_call(calls, clock, per_turn, turns, before=restore),
+                    "calls_per_sample": 1, "host_bound": planned["host_bound"],
+                    "how": "each call timed on its own (CUDA events), calls queued one after "
+                    "another; L2 as the previous call left it"},
+           "cold": {**interleaved_per_call(calls, clock, per_turn, COLD_TURNS, before=cold),
                     "calls_per_sample": 1, "l2_flush_bytes": device.flush.bytes,
                     "how": "as warm, with L2 flushed before each call (as do_bench does)"}}
     out["throughput"] = {**_blocks(calls, device, replay), "how": "blocks of back-to-back "
@@ -124,9 +124,8 @@ def cuda_graph_series(entry, real_compile, calls: dict, device: Device, replay: 
     graphed = {"eager": calls["eager"],
                "cudagraphs": reduce_overhead(entry, real_compile, replay.args, replay.kwargs,
                                              grads)}
-    series = {**_blocks(graphed, device, replay),
-              "label": "compiled with mode='reduce-overhead' (CUDA graphs)"}
-    return {**series, "speedup": speedup(series["eager"], series["cudagraphs"])}
+    return {**_blocks(graphed, device, replay),
+            "label": "compiled with mode='reduce-overhead' (CUDA graphs)"}
 
 
 def per_kernel(calls: dict, device: Device, e2e: dict) -> dict:
