@@ -12,7 +12,7 @@ arguments and grad mode of its first call, Inductor's per-kernel benchmark harne
   harness with the given config; and the same kernel alone under torchbolt's method, redone
   here with the profiler (median device time, L2 flushed before each launch);
 - per callable, eager and compiled: `triton.testing.do_bench` (median; L2 flushed before each
-  call, its default) in rounds, the two sides taking turns for 8 s, and the speed-up as the
+  call, its default) in rounds, the two sides taking turns for 6 s, and the speed-up as the
   median of the rounds' ratios; one default do_bench call per side;
   `torch.utils.benchmark.Timer.blocked_autorange` (median); and CUDA events around blocks of the
   given calls per sample, and of 10x as many (median of 20).
@@ -105,7 +105,8 @@ def grad_mode() -> str:
 
 
 def record_compiles() -> list[dict]:
-    """Patch `torch.compile`: each compiled callable, with its first call (args, kwargs, mode)."""
+    """Patch `torch.compile`: each compiled callable, with its first call (args, kwargs, mode)
+    (a module's through a forward pre-hook, removed once the script has run)."""
     real = torch.compile
     entries: list[dict] = []
 
@@ -119,9 +120,9 @@ def record_compiles() -> list[dict]:
         compiled = real(model, **options)
         entry = {"original": model, "compiled": compiled, "call": None}
         entries.append(entry)
-        if isinstance(compiled, torch.nn.Module):
-            compiled.register_forward_pre_hook(lambda _m, a, kw: keep(entry, a, kw),
-                                               with_kwargs=True)
+        if isinstance(compiled, torch.nn.Module):  # the hook comes off after the script
+            entry["hook"] = compiled.register_forward_pre_hook(
+                lambda _m, a, kw: keep(entry, a, kw), with_kwargs=True)
             return compiled
 
         def call(*args, **kwargs):
@@ -166,10 +167,10 @@ def timer_ms(fn) -> float:
     and a different graph timed."""
     from torch.utils.benchmark import Timer
     timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
-    return timer.blocked_autorange(min_run_time=1.0).median * 1e3
+    return timer.blocked_autorange(min_run_time=0.5).median * 1e3
 
 
-SPAN_S, MIN_ROUNDS, ROUND_MS = 8.0, 10, 40  # do_bench rounds: eager and compiled take turns
+SPAN_S, MIN_ROUNDS, ROUND_MS = 6.0, 10, 40  # do_bench rounds: eager and compiled take turns
 
 
 def do_bench_rounds(sides: dict) -> dict[str, list[float]]:
@@ -260,6 +261,9 @@ def reference(request: dict) -> dict:
         code = compile(fh.read(), request["script"], "exec")
     with contextlib.redirect_stdout(sys.stderr):
         exec(code, {"__name__": "__main__", "__file__": request["script"]})
+    for entry in entries:  # each module timed as the script's author has it
+        if "hook" in entry:
+            entry["hook"].remove()
     flush, modules = l2_flush(), harness_modules()
     kernels = {name: kernel(modules[name], name, config, flush)
                for name, config in request["kernels"].items() if name in modules}

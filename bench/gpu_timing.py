@@ -12,7 +12,7 @@ in a process of its own on the same script compiled again there (it imports no t
 - per Triton kernel, the figure the page shows first: the kernel alone (CUDA events per launch,
   L2 flushed before each) against do_bench; goal: 90 % of kernels of 20 us or more within 5 %;
 - end to end: `triton.testing.do_bench` (median, in rounds where eager and compiled take turns
-  for 8 s; its speed-up is the median of the rounds' ratios) and `torch.utils.benchmark.Timer`
+  for 6 s; its speed-up is the median of the rounds' ratios) and `torch.utils.benchmark.Timer`
   of the same callable on the arguments of its first call, against our warm series (each call
   on its own), eager and compiled, and our speed-up against do_bench's; goal within 5 % for 90 %.
   To explain gaps, also our clock there on the same callable: with the engine's calls per

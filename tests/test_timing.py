@@ -361,3 +361,22 @@ def test_a_timing_lock_holds_back_the_timings_only(worker, tmp_path):
     assert done.wait(120)
     result = stages[-1]
     assert result["timings"] and "e2e" in result["timings"][0], result["timings"]
+
+
+def test_timings_call_compiled_modules_without_torchbolts_hooks():
+    """The recording hooks come off a compiled module once the script has ended: with them, a
+    small module's compiled calls took 13 % longer, and its speed-up read that much lower."""
+    from compiler_core.runtime.callables import CompileRecorder
+
+    class Writer:
+        def emit(self, *args, **fields):
+            pass
+    recorder = CompileRecorder(Writer(), {"backend": "eager"}, "script.py")
+    compiled = recorder.compile(torch.nn.Linear(4, 4))
+    compiled(torch.randn(2, 4))
+    (entry,) = recorder.callables
+    assert len(entry.signatures) == 1 and compiled._forward_pre_hooks and compiled._forward_hooks
+    recorder.remove_hooks()
+    assert not compiled._forward_pre_hooks and not compiled._forward_hooks
+    compiled(torch.randn(3, 4))  # a new signature: no longer recorded
+    assert len(entry.signatures) == 1

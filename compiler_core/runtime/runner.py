@@ -140,6 +140,7 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise
+        recorder.remove_hooks()
         if not recorder.callables and not programs.recorded:
             writer.emit("error", None, None, **ErrorKind.NO_COMPILE.error(NO_COMPILE_HINT))
         else:
