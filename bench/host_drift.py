@@ -7,9 +7,9 @@ Three callables, eager and compiled (no_grad): a torchvision ResNet-18 and a tim
 8, 1024 tokens; GPU-bound). For `IDLE_S` they are sampled in turn, each sample a block of 10
 calls between CUDA events, with the host's time for the launches and the thread's CPU time
 (CPU time equal to host time means the thread was never descheduled: a slow host then is a
-slower CPU, not a preempted one). Then the same with the product's GPU warm-up running in
-another process, pinned to one core, and unpinned again; and `do_bench` against torchbolt's
-per-call clock at the same moments. The summary says, for windows of 0.5-8 s, how often a
+slower CPU, not a preempted one). Then the same with another process compiling on the GPU (as
+a job process's warm-up does), pinned to one core, and unpinned again; and `do_bench` against
+per-call events (torchbolt's GPU clock) at the same moments. The summary says, for windows of 0.5-8 s, how often a
 window's speed-up lands within 5 % of the whole run's, for the ratio of the two sides' medians
 and for the median of paired (adjacent) samples' ratios.
 """
@@ -109,33 +109,64 @@ class Sampler:
                                      **self.sample(fn)})
         return rows
 
-    def methods(self, reps: int) -> list[dict]:
-        """do_bench (3 rounds a side, taking turns) beside torchbolt's per-call clock, cold
-        (L2 flushed) and warm, at the same moments."""
-        from triton.testing import do_bench
+    def per_call_ms(self, fn, calls: int, before=None) -> list[float]:
+        """Each call between its own pair of events, queued one after another (as torchbolt's
+        GPU clock and do_bench time), with `before` (an L2 flush) outside the timed span."""
+        torch = self.torch
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(calls)]
+        torch.cuda.synchronize()
+        for start, end in pairs:
+            if before:
+                before()
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in pairs]
 
-        from compiler_core.runtime.measure.clocks import CudaClock, interleaved_per_call
-        clock = CudaClock()
+    def turns_ms(self, sides: dict, before=None, turns: int = 10, calls: int = 20) -> dict:
+        """Median per side over `turns` turns of `calls` calls, the order alternating."""
+        samples = {side: [] for side in sides}
+        for i in range(turns):
+            for side in (list(sides) if i % 2 == 0 else list(sides)[::-1]):
+                samples[side] += self.per_call_ms(sides[side], calls, before)
+        return {side: statistics.median(values) for side, values in samples.items()}
+
+    def methods(self, reps: int) -> list[dict]:
+        """do_bench (3 rounds a side, taking turns) beside per-call events, cold (L2 flushed)
+        and warm, at the same moments."""
+        from triton.testing import do_bench
         flush = self.torch.empty(256 << 20, dtype=self.torch.int8, device="cuda").zero_
         rows = []
         with self.torch.no_grad():
             for rep in range(reps):
                 for name, sides in self.fns.items():
                     row = {"t": round(time.monotonic() - self.started, 3), "model": name,
-                           "rep": rep, "do_bench": {}}
+                           "rep": rep}
                     rounds = {side: [] for side in sides}
                     for i in range(3):
                         for side in (list(sides) if i % 2 == 0 else list(sides)[::-1]):
                             rounds[side].append(do_bench(sides[side], warmup=10, rep=40,
                                                          return_mode="median"))
                     row["do_bench"] = {side: statistics.median(v) for side, v in rounds.items()}
-                    for label, before in (("ours_cold", flush), ("ours_warm", None)):
-                        series = interleaved_per_call(sides, clock, 20, 10, before=before)
-                        row[label] = {side: series[side]["median_ms"] for side in sides}
-                    for label in ("do_bench", "ours_cold", "ours_warm"):
+                    row["events_cold"] = self.turns_ms(sides, before=flush)
+                    row["events_warm"] = self.turns_ms(sides)
+                    for label in ("do_bench", "events_cold", "events_warm"):
                         row[f"{label}_speedup"] = row[label]["eager"] / row[label]["compiled"]
                     rows.append(row)
         return rows
+
+
+# Another process compiling and running small kernels on the GPU, as a job process's warm-up
+# does ahead of its job.
+COMPILING = """import torch
+import torch._dynamo
+for i in range(40):
+    x = torch.randn(1024, device="cuda")
+    torch.compile(lambda t: (t * (i + 2)).relu().sum())(x)
+    torch._dynamo.reset()
+"""
 
 
 def measure() -> dict:
@@ -148,11 +179,9 @@ def measure() -> dict:
     sampler = Sampler(fns, time.monotonic())
     rows = sampler.series(IDLE_S, "idle")
     report["methods"] = sampler.methods(4)
-    warming = subprocess.Popen(
-        [sys.executable, "-c", "from compiler_core.runtime.zygote import warm_up\n"
-         "for _ in range(4):\n    warm_up('cuda')"], cwd=ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    rows += sampler.series(WARMING_S, "standby_warming")
+    warming = subprocess.Popen([sys.executable, "-c", COMPILING], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    rows += sampler.series(WARMING_S, "another_process_compiling")
     warming.kill()
     warming.wait()
     all_cores = os.sched_getaffinity(0)
