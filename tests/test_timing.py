@@ -243,9 +243,6 @@ class ProbedClock:
     def __init__(self, device_ms, host_ms):
         self.device_ms, self.host_ms, self.probed = device_ms, host_ms, set()
 
-    def block(self, fn, calls, before=None):
-        return self.device_ms
-
     def probe(self, fn, calls):
         stalled = fn not in self.probed
         self.probed.add(fn)

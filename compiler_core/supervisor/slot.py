@@ -23,6 +23,12 @@ JOBS_ROOT = os.path.join(tempfile.gettempdir(), "torchbolt-jobs")
 OUTPUT_FILES = ("records.jsonl", "stdout.txt", "stderr.txt", "fault.txt")
 
 
+def open_lock(path: str) -> int:
+    """A descriptor of a timing lock file for a job process to flock (each open is its own
+    lock holder); created if missing."""
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
 class Slot:
     """The supervisor's side of one job process."""
 
@@ -77,7 +83,7 @@ class Slot:
         sandboxed job locks the descriptor (flock) around its timings, with no path to open."""
         fds = [os.open(source_path, os.O_RDONLY)]
         if timing_lock:
-            fds.append(os.open(timing_lock, os.O_RDWR | os.O_CREAT, 0o600))
+            fds.append(open_lock(timing_lock))
         try:
             socket.send_fds(self.control, [json.dumps({**job, "timing_lock": bool(timing_lock)})
                                            .encode()], fds)

@@ -29,7 +29,7 @@ from ..options import Options
 from ..report.records import RecordTail
 from .ending import JobOutcome, job_result
 from .job import Job
-from .slot import JOBS_ROOT, Slot, remove_stale_jobs
+from .slot import JOBS_ROOT, Slot, open_lock, remove_stale_jobs
 
 POLL_S = 0.02
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -168,7 +168,7 @@ class Worker:
         slot = Slot(f"{self._name}-{next(_serial)}", self.sandboxed, self._group_layout)
         self._slots[slot.name] = slot
         if self.fresh_process_per_job and self.timing_lock:
-            slot.their_fds.append(os.open(self.timing_lock, os.O_RDWR | os.O_CREAT, 0o600))
+            slot.their_fds.append(open_lock(self.timing_lock))
         socket.send_fds(self._sock, [json.dumps(slot.spec(disk_mb, self.sandboxed)).encode()],
                         slot.their_fds)
         slot.handed_over()

@@ -140,19 +140,19 @@ TURN_S, MIN_TURNS, MAX_CALLS_PER_TURN, MAX_CALLS = 0.02, 20, 50, 3200
 HOST_BOUND_SHARE, HOST_BOUND_S = 0.5, 3.0
 
 
-def host_share(clock: CudaClock, fn) -> float:
-    """The host's time for a call's launches over its device-side time: the least of three
-    probes, since one can include a stall that is not the call's (e.g. the allocator freeing
-    its cache after the accuracy check's float64 copies)."""
-    probes = [clock.probe(fn, 3) for _ in range(3)]
+def host_share(probes: list[tuple[float, float]]) -> float:
+    """The host's time for a call's launches over its device-side time: the least of the
+    probes (`CudaClock.probe`), since one can include a stall that is not the call's (e.g. the
+    allocator freeing its cache after the accuracy check's float64 copies)."""
     return min(host_ms / max(device_ms, 1e-4) for device_ms, host_ms in probes)
 
 
 def plan_per_call(fns: dict, clock: CudaClock) -> dict:
     """Calls per turn and turns for `interleaved_per_call`, and whether the host paces the
-    calls (see above)."""
-    per_call_s = [max(clock.block(fn, 3), 1e-4) / 1e3 for fn in fns.values()]
-    host_bound = any(host_share(clock, fn) >= HOST_BOUND_SHARE for fn in fns.values())
+    calls (see above): three probes of three calls per function."""
+    probes = [[clock.probe(fn, 3) for _ in range(3)] for fn in fns.values()]
+    per_call_s = [max(runs[-1][0], 1e-4) / 1e3 for runs in probes]
+    host_bound = any(host_share(runs) >= HOST_BOUND_SHARE for runs in probes)
     calls = min(MAX_CALLS_PER_TURN, max(1, math.ceil(TURN_S / max(per_call_s))))
     span_s = HOST_BOUND_S if host_bound else BUDGET_S["cuda"]
     turns = min(int(span_s / (calls * sum(per_call_s))), MAX_CALLS // calls)
