@@ -7,7 +7,7 @@ REQUEST is JSON: {"script": path, "kernels": {name: launch config or null},
 "calls": {callable index: calls per sample}}. `reference` execs the script with `torch.compile`
 patched to keep each compiled callable (in compile order, as torchbolt indexes them) and the
 arguments and grad mode of its first call, Inductor's per-kernel benchmark harness on
-(`benchmark_kernel`), then measures:
+(`benchmark_kernel`), then measures (every do_bench before any profiler session):
 - per Triton kernel: `triton.testing.do_bench` (median, L2 flushed) of the kernel through its
   harness with the given config; and the same kernel alone under torchbolt's method, redone
   here with the profiler (median device time, L2 flushed before each launch);
@@ -75,25 +75,21 @@ def profiled_us(launch, name: str, flush, launches: int = 20) -> float | None:
     return statistics.median(durations) if durations else None
 
 
-def bench_launch(launch, name: str, flush) -> dict:
-    from triton.testing import do_bench
-    return {"do_bench_us": do_bench(launch, return_mode="median") * 1e3,
-            "alone_us": profiled_us(launch, name, flush)}
-
-
 def empty_kernel(x):
     pass
 
 
 def overhead() -> dict:
     import triton
+    from triton.testing import do_bench
     kernel = triton.jit(empty_kernel)
     x = torch.empty(1, device="cuda")
     launch = lambda: kernel[(1,)](x)  # noqa: E731
     launch()
-    figures = bench_launch(launch, "empty_kernel", l2_flush())
-    return {"do_bench_us": figures["do_bench_us"], "device_us": figures["alone_us"],
-            "overhead_us": figures["do_bench_us"] - figures["alone_us"]}
+    do_bench_us = do_bench(launch, return_mode="median") * 1e3
+    device_us = profiled_us(launch, "empty_kernel", l2_flush())
+    return {"do_bench_us": do_bench_us, "device_us": device_us,
+            "overhead_us": do_bench_us - device_us}
 
 
 # ------------------------------------------------------------------ the script's callables
@@ -241,17 +237,21 @@ def config_dict(config) -> dict:
     return out
 
 
-def kernel(module, name: str, config: dict | None, flush) -> dict:
+def harness_launch(module, name: str, config: dict | None):
     """The kernel launched alone through its harness, with `config` where it is one of its own."""
     autotuner = getattr(module, name)
     if config and autotuner.configs:
         autotuner.configs = [c for c in autotuner.configs
                              if config_dict(c) == config] or autotuner.configs
     args = module.get_args()
-    return bench_launch(lambda: module.call(args), name, flush)
+    return lambda: module.call(args)
 
 
 def reference(request: dict) -> dict:
+    """Every do_bench figure before any profiler session: after one, Kineto leaves CUPTI
+    attached and every later launch costs more (PyTorch issue 144455,
+    `bench/profiler_aftereffect.py`), which a user's own do_bench would not see."""
+    from triton.testing import do_bench
     import torch._inductor.config as inductor_config
     inductor_config.force_disable_caches = True
     inductor_config.benchmark_kernel = True
@@ -264,13 +264,18 @@ def reference(request: dict) -> dict:
     for entry in entries:  # each module timed as the script's author has it
         if "hook" in entry:
             entry["hook"].remove()
-    flush, modules = l2_flush(), harness_modules()
-    kernels = {name: kernel(modules[name], name, config, flush)
-               for name, config in request["kernels"].items() if name in modules}
     calls = {int(index): n for index, n in request["calls"].items()}
-    return {"kernels": kernels,
-            "e2e": {index: e2e(entries[index], n) for index, n in calls.items()
-                    if index < len(entries) and entries[index]["call"] is not None}}
+    e2e_figures = {index: e2e(entries[index], n) for index, n in calls.items()
+                   if index < len(entries) and entries[index]["call"] is not None}
+    modules = harness_modules()
+    launches = {name: harness_launch(modules[name], name, config)
+                for name, config in request["kernels"].items() if name in modules}
+    kernels = {name: {"do_bench_us": do_bench(launch, return_mode="median") * 1e3}
+               for name, launch in launches.items()}
+    flush = l2_flush()
+    for name, launch in launches.items():
+        kernels[name]["alone_us"] = profiled_us(launch, name, flush)
+    return {"kernels": kernels, "e2e": e2e_figures}
 
 
 def main() -> None:

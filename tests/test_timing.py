@@ -377,3 +377,39 @@ def test_timings_call_compiled_modules_without_torchbolts_hooks():
     assert not compiled._forward_pre_hooks and not compiled._forward_hooks
     compiled(torch.randn(3, 4))  # a new signature: no longer recorded
     assert len(entry.signatures) == 1
+
+
+def test_no_call_is_timed_after_the_profiler_ran(monkeypatch):
+    """Every call's series come before any profiler session: after one, CUPTI stays attached
+    and launches cost more (PyTorch issue 144455), so a later series would read slower."""
+    import contextlib
+
+    from compiler_core.runtime.callables import CompileRecorder
+    from compiler_core.runtime.measure import timing
+
+    records, order = [], []
+
+    class Session:
+        paused = staticmethod(contextlib.nullcontext)
+
+        class writer:
+            @staticmethod
+            def emit(record, *args, **fields):
+                if record == "timing":
+                    records.append(fields)
+
+    def spy(name, real):
+        def call(*args, **kwargs):
+            order.append(name)
+            return real(*args, **kwargs)
+        monkeypatch.setattr(timing, real.__name__, call)
+    spy("series", timing.end_to_end)
+    spy("profiler", timing.profile_cpu)
+    recorder = CompileRecorder(Session.writer, {"backend": "eager"}, "script.py")
+    first, second = recorder.compile(torch.sin), recorder.compile(torch.cos)
+    first(torch.randn(8)), second(torch.randn(8))
+    timing.measure_all(recorder, Session(), "cpu")
+    assert order == ["series", "series", "profiler", "profiler", "profiler", "profiler"]
+    assert [r["callable"] for r in records] == [0, 1]
+    assert all(r["e2e"]["warm"]["speedup"] and r["kernels"]["totals"] for r in records)
+    assert list(records[0]["phases_s"]) == ["correctness", "series", "kernels"]

@@ -13,10 +13,12 @@ Per recorded call (`CompileRecorder`: up to 4 argument signatures per callable):
   `cudagraphs` (the callable compiled again with mode="reduce-overhead", labelled as such);
 - per kernel (`profile`, `alone`, `rates`): profiler rows in the call, each Triton kernel also
   timed alone as do_bench times it, with bytes and FLOP rates.
+The steps run over all of a job's calls in turn (`STEPS`): the profiler last.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import torch
@@ -119,8 +121,7 @@ def _gpu_series(calls: dict, device: Device, replay: Replay) -> dict:
 
 def cuda_graph_series(entry, real_compile, calls: dict, device: Device, replay: Replay,
                       grads) -> dict:
-    """The callable compiled again with mode="reduce-overhead" against eager; measured last,
-    so that nothing else is timed after CUDA graph trees took over part of the allocator."""
+    """The callable compiled again with mode="reduce-overhead" against eager."""
     graphed = {"eager": calls["eager"],
                "cudagraphs": reduce_overhead(entry, real_compile, replay.args, replay.kwargs,
                                              grads)}
@@ -128,12 +129,18 @@ def cuda_graph_series(entry, real_compile, calls: dict, device: Device, replay: 
             "label": "compiled with mode='reduce-overhead' (CUDA graphs)"}
 
 
-def per_kernel(calls: dict, device: Device, e2e: dict) -> dict:
+def kernels_alone(calls: dict, device: Device) -> tuple[dict, dict]:
+    """The compiled call's Triton launches and each one's time alone (GPU; CPU: none)."""
+    if device.kind != "cuda":
+        return {}, {}
+    launches = capture_launches(calls["compiled"])
+    return launches, time_alone(launches, device.clock, device.flush)
+
+
+def per_kernel(calls: dict, device: Device, e2e: dict, launches: dict, alone: dict) -> dict:
     if device.kind == "cuda":
         rows = {name: profile_cuda(fn, PROFILED_CALLS, device.flush)
                 for name, fn in calls.items()}
-        launches = capture_launches(calls["compiled"])
-        alone = time_alone(launches, device.clock, device.flush)
         add_rates(rows["compiled"], kernel_estimates(launches), device.peaks, alone)
         add_rates(rows["eager"], {}, device.peaks)
         cache = ("in the call: L2 flushed before each call, so a kernel later in the call finds "
@@ -147,44 +154,63 @@ def per_kernel(calls: dict, device: Device, e2e: dict) -> dict:
             "totals": {name: totals(rows[name], e2e[basis][name]["median_ms"]) for name in rows}}
 
 
-def measure_call(entry, call, device: Device, real_compile) -> dict:
-    phases = Phases()
-    replay = Replay(call)
-    replay.probe(entry.compiled)
-    args, kwargs, grad_mode = replay.args, replay.kwargs, replay.grad_mode
-    with replay.grad_context():
-        correctness = check(entry.original, entry.compiled, replay)
-        grads = None
-        if grad_mode == "grad":
-            grads = backward_grads(entry.original, *replay.fresh_copies())
-        calls = {"eager": caller(entry.original, args, kwargs, grads),
-                 "compiled": caller(entry.compiled, args, kwargs, grads)}
-        for fn in list(calls.values()) * 3:  # warm-up
-            fn()
-        phases.end("correctness")
-        e2e = end_to_end(calls, device, replay)
-        phases.end("series")
-        kernels = per_kernel(calls, device, e2e)
-        phases.end("kernels")
-        if device.kind == "cuda":
-            e2e["cudagraphs"] = cuda_graph_series(entry, real_compile, calls, device, replay,
-                                                  grads)
-            phases.end("cudagraphs")
-    notes = launch_bound_notes(kernels) if device.kind == "cuda" else []
-    if correctness["ok"] is False:
-        notes.append("The compiled output does not match eager: no speed-up is reported.")
-        for series in e2e.values():
-            series["speedup"] = None
-    return {"device": device.kind,
-            "clock": device.clock.label, "grad_mode": grad_mode,
-            "mode": "forward+backward" if grads is not None else "call",
-            "inputs": "the recorded arguments" + (", restored before each sample (the "
-                                                  "callable changes them)" if replay.mutates
-                                                  else ""),
-            "correctness": correctness, "e2e": e2e, "kernels": kernels, "peaks": device.peaks,
-            "plots": {"kernels": kernel_figure(kernels, device.kind),
-                      "roofline": roofline_figure(kernels["compiled"], device.peaks)},
-            "notes": notes, "phases_s": phases.seconds}
+class CallTiming:
+    """One recorded call's timing, built in steps (`STEPS`, see `measure_all`)."""
+
+    def __init__(self, entry, call, device: Device, real_compile) -> None:
+        self.entry, self.device, self.real_compile = entry, device, real_compile
+        self.replay = Replay(call)
+        self.phases = Phases()
+
+    def series(self) -> None:
+        """Correctness, warm-up, the end-to-end series and each Triton kernel alone."""
+        entry, replay = self.entry, self.replay
+        with self.phases.timed("correctness"):
+            replay.probe(entry.compiled)
+            with replay.grad_context():
+                self.correctness = check(entry.original, entry.compiled, replay)
+                self.grads = None
+                if replay.grad_mode == "grad":
+                    self.grads = backward_grads(entry.original, *replay.fresh_copies())
+                self.calls = {side: caller(fn, replay.args, replay.kwargs, self.grads)
+                              for side, fn in (("eager", entry.original),
+                                               ("compiled", entry.compiled))}
+                for fn in list(self.calls.values()) * 3:  # warm-up
+                    fn()
+        with self.phases.timed("series"), replay.grad_context():
+            self.e2e = end_to_end(self.calls, self.device, replay)
+            self.launches, self.alone = kernels_alone(self.calls, self.device)
+
+    def cudagraphs(self) -> None:
+        if self.device.kind != "cuda":
+            return
+        with self.phases.timed("cudagraphs"), self.replay.grad_context():
+            self.e2e["cudagraphs"] = cuda_graph_series(self.entry, self.real_compile, self.calls,
+                                                       self.device, self.replay, self.grads)
+
+    def kernels(self) -> None:
+        with self.phases.timed("kernels"), self.replay.grad_context():
+            self.kernel_rows = per_kernel(self.calls, self.device, self.e2e, self.launches,
+                                          self.alone)
+
+    def record(self) -> dict:
+        device, e2e, kernels = self.device, self.e2e, self.kernel_rows
+        notes = launch_bound_notes(kernels) if device.kind == "cuda" else []
+        if self.correctness["ok"] is False:
+            notes.append("The compiled output does not match eager: no speed-up is reported.")
+            for series in e2e.values():
+                series["speedup"] = None
+        return {"device": device.kind, "clock": device.clock.label,
+                "grad_mode": self.replay.grad_mode,
+                "mode": "forward+backward" if self.grads is not None else "call",
+                "inputs": "the recorded arguments" + (
+                    ", restored before each sample (the callable changes them)"
+                    if self.replay.mutates else ""),
+                "correctness": self.correctness, "e2e": e2e, "kernels": kernels,
+                "peaks": device.peaks,
+                "plots": {"kernels": kernel_figure(kernels, device.kind),
+                          "roofline": roofline_figure(kernels["compiled"], device.peaks)},
+                "notes": notes, "phases_s": self.phases.seconds}
 
 
 LAUNCH_BOUND_SHARE = 0.5
@@ -210,12 +236,12 @@ class Phases:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
-        self._last = time.perf_counter()
 
-    def end(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.seconds[phase] = round(now - self._last, 3)
-        self._last = now
+    @contextlib.contextmanager
+    def timed(self, phase: str):
+        started = time.perf_counter()
+        yield
+        self.seconds[phase] = round(time.perf_counter() - started, 3)
 
 
 def warm_up(original, compiled, x) -> None:
@@ -233,22 +259,35 @@ def warm_up(original, compiled, x) -> None:
         pass
 
 
+# A job's calls are timed in steps, each step over every call before the next: nothing is
+# timed after a profiler session in the same process, since Kineto leaves CUPTI attached after
+# it and every later launch costs more (PyTorch issue 144455; `bench/profiler_aftereffect.py`),
+# and nothing but the profiler runs after CUDA graph trees took over part of the allocator.
+STEPS = ("series", "cudagraphs", "kernels")
+
+
 def measure_all(recorder, session, device_kind: str) -> None:
     """One `timing` record per compiled callable and recorded call (an error is one too);
     capture is paused (`session`), so that timing's own compiles record nothing."""
     device = Device(device_kind)
     deadline = time.monotonic() + TOTAL_BUDGET_S
-    for entry in recorder.callables:
-        for signature, call in zip(entry.signatures, entry.calls):
-            head = {"callable": entry.index, "name": entry.name, "arguments": list(signature)}
-            if time.monotonic() > deadline:
-                session.writer.emit("timing", None, None, **head,
-                                    error="skipped: timing budget spent")
+    timings = [({"callable": entry.index, "name": entry.name, "arguments": list(signature)},
+                CallTiming(entry, call, device, recorder.real_compile))
+               for entry in recorder.callables
+               for signature, call in zip(entry.signatures, entry.calls)]
+    errors: dict[int, str] = {}
+    for step in STEPS:
+        for i, (_, timing) in enumerate(timings):
+            if i in errors:
+                continue
+            if step == STEPS[0] and time.monotonic() > deadline:
+                errors[i] = "skipped: timing budget spent"
                 continue
             try:
                 with session.paused():
-                    meta = measure_call(entry, call, device, recorder.real_compile)
-            except Exception as exc:  # one callable failing to time costs its timing only
-                session.writer.emit("timing", None, None, **head, error=untimed_reason(exc))
-                continue
-            session.writer.emit("timing", None, None, **head, **meta)
+                    getattr(timing, step)()
+            except Exception as exc:  # one call failing to time costs its timing only
+                errors[i] = untimed_reason(exc)
+    for i, (head, timing) in enumerate(timings):
+        meta = {"error": errors[i]} if i in errors else timing.record()
+        session.writer.emit("timing", None, None, **head, **meta)
