@@ -13,7 +13,9 @@ arguments and grad mode of its first call, Inductor's per-kernel benchmark harne
   here with the profiler (median device time, L2 flushed before each launch);
 - per callable, eager and compiled: `triton.testing.do_bench` (median; L2 flushed before each
   call, its default) in rounds, the two sides taking turns for 6 s, and the speed-up as the
-  median of the rounds' ratios; one default do_bench call per side;
+  median of the rounds' ratios; in the same rounds, torchbolt's per-call method redone here
+  (L2 warm and L2 flushed), to tell a method's bias from the host's drift between processes;
+  one default do_bench call per side;
   `torch.utils.benchmark.Timer.blocked_autorange` (median); and CUDA events around blocks of the
   given calls per sample, and of 10x as many (median of 20).
 `overhead`: what do_bench adds to a kernel (do_bench of an empty kernel minus its device time).
@@ -169,27 +171,57 @@ def timer_ms(fn) -> float:
 SPAN_S, MIN_ROUNDS, ROUND_MS = 6.0, 10, 40  # do_bench rounds: eager and compiled take turns
 
 
-def do_bench_rounds(sides: dict) -> dict[str, list[float]]:
-    """do_bench (median, `ROUND_MS` of calls after its L2 flush each) per side in turns, the
-    order alternating, for `SPAN_S`: the H200 machine's host drifts in episodes of seconds
-    (`bench/host_drift.py`), so one do_bench per side, one after the other, can catch the two
-    sides on different hosts in effect."""
+def per_call_ms(fn, calls: int, flush=None) -> float:
+    """torchbolt's per-call method redone here: `calls` calls queued one after another, each
+    between its own CUDA events (with `flush`: L2 flushed before each, outside the span);
+    the median."""
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+             for _ in range(calls)]
+    torch.cuda.synchronize()
+    for start, end in pairs:
+        if flush:
+            flush()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in pairs)
+
+
+def rounds_of(sides: dict) -> dict[str, dict[str, list[float]]]:
+    """Per method, per side, one figure a round: do_bench (median of `ROUND_MS` of calls, L2
+    flushed before each) and, in the same round, torchbolt's per-call method with L2 as the
+    call before left it and with L2 flushed. The sides take turns, the order alternating,
+    for `SPAN_S`: the H200 machine's host drifts in episodes of seconds
+    (`bench/host_drift.py`), so only figures taken at the same moments compare methods."""
     from triton.testing import do_bench
-    rounds: dict[str, list[float]] = {side: [] for side in sides}
+    flush = l2_flush()
+    methods = ("do_bench", "per_call_l2_warm", "per_call_l2_flushed")
+    rounds = {method: {side: [] for side in sides} for method in methods}
     deadline, i = time.monotonic() + SPAN_S, 0
     while i < MIN_ROUNDS or time.monotonic() < deadline:
         for side in (list(sides) if i % 2 == 0 else list(sides)[::-1]):
-            rounds[side].append(do_bench(sides[side], warmup=5, rep=ROUND_MS,
-                                         return_mode="median"))
+            ms = do_bench(sides[side], warmup=5, rep=ROUND_MS, return_mode="median")
+            calls = max(3, min(200, int(ROUND_MS / ms)))
+            rounds["do_bench"][side].append(ms)
+            rounds["per_call_l2_warm"][side].append(per_call_ms(sides[side], calls))
+            rounds["per_call_l2_flushed"][side].append(per_call_ms(sides[side], calls, flush))
         i += 1
     return rounds
+
+
+def paired(rounds: dict[str, list[float]]) -> dict:
+    ratios = [e / c for e, c in zip(rounds["eager"], rounds["compiled"])]
+    q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return {"median": median, "q1": q1, "q3": q3, "rounds": len(ratios)}
 
 
 def e2e(entry: dict, calls: int) -> dict:
     """Eager and compiled on the first call's arguments, in its grad mode; with backward when
     the outputs require grad (random output gradients). do_bench's speed-up: the median of
-    the rounds' eager / compiled ratios (`do_bench_rounds`), with their quartiles; each side's
-    `do_bench_ms` is the median of its rounds, `do_bench_once_ms` one default do_bench call."""
+    the rounds' eager / compiled ratios (`rounds_of`), with their quartiles; each side's
+    `do_bench_ms` is the median of its rounds, `do_bench_once_ms` one default do_bench call;
+    `speedup_same_rounds`: torchbolt's per-call methods' speed-ups from the same rounds."""
     from triton.testing import do_bench
     args, kwargs, mode = entry["call"]
     with GRAD_MODES[mode]():
@@ -200,17 +232,17 @@ def e2e(entry: dict, calls: int) -> dict:
         for _ in range(3):
             for call in sides.values():
                 call()
-        rounds = do_bench_rounds(sides)
-        ratios = [e / c for e, c in zip(rounds["eager"], rounds["compiled"])]
-        q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
-        out = {side: {"do_bench_ms": statistics.median(rounds[side]),
-                      "do_bench_rounds_ms": rounds[side],
+        rounds = rounds_of(sides)
+        out = {side: {"do_bench_ms": statistics.median(rounds["do_bench"][side]),
+                      "do_bench_rounds_ms": rounds["do_bench"][side],
                       "do_bench_once_ms": do_bench(call, return_mode="median"),
                       "timer_ms": timer_ms(call),
                       "our_clock_here_ms": events_ms(call, calls),
                       "our_clock_here_10x_calls_ms": events_ms(call, 10 * calls)}
                for side, call in sides.items()}
-        return {**out, "speedup": {"median": median, "q1": q1, "q3": q3, "rounds": len(ratios)}}
+        return {**out, "speedup": paired(rounds["do_bench"]),
+                "speedup_same_rounds": {method: paired(r)["median"]
+                                        for method, r in rounds.items() if method != "do_bench"}}
 
 
 # ------------------------------------------------------------------ Inductor's kernel harness

@@ -158,6 +158,7 @@ def e2e_references(result: dict, references: dict) -> list[dict]:
                "speedup_do_bench_rounds": theirs["rounds"],
                "speedup_do_bench_once": reference["eager"]["do_bench_once_ms"]
                / reference["compiled"]["do_bench_once_ms"],
+               "speedup_per_call_same_rounds": reference["speedup_same_rounds"],
                "speedup_ratio": shown["median"] / theirs["median"] if shown else None}
         for side in ("eager", "compiled"):
             mine, theirs = ours["e2e"]["warm"][side]["median_ms"], reference[side]
@@ -260,6 +261,9 @@ def print_table(report: dict) -> None:
                   f"do_bench {e['speedup_do_bench']:.3f} (rounds' quartiles {low:.3f}-"
                   f"{high:.3f}; once {e['speedup_do_bench_once']:.3f})"
                   f"{'  host-bound' if e['host_bound'] else ''}")
+            same = e["speedup_per_call_same_rounds"]
+            print(f"  same rounds as do_bench: per call, L2 warm {same['per_call_l2_warm']:.3f},"
+                  f" L2 flushed {same['per_call_l2_flushed']:.3f}")
         for t in case["timings"]:
             if "e2e" in t:
                 speed = {k: (v["speedup"] or {}).get("median") for k, v in t["e2e"].items()}
