@@ -270,13 +270,30 @@ def config_dict(config) -> dict:
 
 
 def harness_launch(module, name: str, config: dict | None):
-    """The kernel launched alone through its harness, with `config` where it is one of its own."""
+    """The kernel launched alone through its harness, with `config` (the engine's run's choice):
+    the harness ran the script's own autotuning, which kept one launcher and dropped the other
+    configs (`configs` is None afterwards); where it kept another config, the kernel is
+    compiled again with this one alone."""
     autotuner = getattr(module, name)
-    if config and autotuner.configs:
-        autotuner.configs = [c for c in autotuner.configs
-                             if config_dict(c) == config] or autotuner.configs
+    if config and [config_dict(launcher.config) for launcher in autotuner.launchers] != [config]:
+        import triton
+        options = {k: config[k] for k in ("num_warps", "num_stages", "maxnreg") if k in config}
+        kwargs = {k: v for k, v in config.items() if k not in options}
+        saved = autotuner.launchers, autotuner.compile_results, autotuner.configs
+        autotuner.launchers, autotuner.compile_results = [], []
+        autotuner.configs = [triton.Config(kwargs, **options)]
+        try:
+            autotuner.precompile()
+        except Exception as exc:  # the harness's own config then; `config_launched` says so
+            autotuner.launchers, autotuner.compile_results, autotuner.configs = saved
+            print(f"{name}: could not compile with {config}: {exc}", file=sys.stderr)
     args = module.get_args()
     return lambda: module.call(args)
+
+
+def launched_config(module, name: str) -> dict | None:
+    launchers = getattr(module, name).launchers
+    return config_dict(launchers[0].config) if len(launchers) == 1 else None
 
 
 def reference(request: dict) -> dict:
@@ -302,7 +319,8 @@ def reference(request: dict) -> dict:
     modules = harness_modules()
     launches = {name: harness_launch(modules[name], name, config)
                 for name, config in request["kernels"].items() if name in modules}
-    kernels = {name: {"do_bench_us": do_bench(launch, return_mode="median") * 1e3}
+    kernels = {name: {"do_bench_us": do_bench(launch, return_mode="median") * 1e3,
+                      "config_launched": launched_config(modules[name], name)}
                for name, launch in launches.items()}
     flush = l2_flush()
     for name, launch in launches.items():

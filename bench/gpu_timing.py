@@ -130,6 +130,7 @@ def kernel_references(result: dict, references: dict, overhead: dict) -> list[di
         out.append({"kernel": name, "ours_us": mine, "ours_in_call_us": row["us_per_launch"],
                     **reference,
                     "config": configs.get(name, "chosen by the harness's own autotuning"),
+                    "same_config": reference.get("config_launched") == configs.get(name),
                     "ratio": mine / reference["do_bench_us"],
                     "within_goal": abs(mine / reference["do_bench_us"] - 1) <= GOAL,
                     "ratio_to_do_bench_less_overhead": mine / net,
