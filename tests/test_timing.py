@@ -262,18 +262,26 @@ def test_calls_the_host_paces_are_sampled_over_seconds():
     assert tiny["calls_per_turn"] * tiny["turns"] == MAX_CALLS
 
 
+class FakeKernel:
+    """A CachingAutotuner without a compiled kernel: `run` is the test's, `clone_args` the real
+    one (Inductor's: copies of the arguments named in `mutated_arg_names`)."""
+
+    def __new__(cls, name, arg_names, mutated=()):
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+        kernel = CachingAutotuner.__new__(CachingAutotuner)
+        kernel.fn = type("Fn", (), {"__name__": name, "arg_names": arg_names})()
+        kernel.mutated_arg_names = list(mutated)
+        return kernel
+
+
 def test_launch_capture_keeps_each_kernels_first_launch(monkeypatch):
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
     from compiler_core.runtime.measure.alone import argument_bytes, capture_launches
 
     monkeypatch.setattr(CachingAutotuner, "run", lambda self, *args, **kwargs: None)
-
-    class Kernel(CachingAutotuner):
-        def __init__(self, name):
-            self.fn = type("Fn", (), {"__name__": name})()
-
-    first, second = Kernel("triton_poi_a"), Kernel("triton_red_b")
+    first = FakeKernel("triton_poi_a", ["in_ptr0", "in_ptr1", "xnumel"])
+    second = FakeKernel("triton_red_b", ["in_out_ptr0", "xnumel"], mutated=["in_out_ptr0"])
 
     def call():
         first.run(torch.empty(10), torch.empty(5, dtype=torch.float64), 10, stream=0)
@@ -281,8 +289,44 @@ def test_launch_capture_keeps_each_kernels_first_launch(monkeypatch):
         first.run(torch.empty(1), stream=0)  # a second launch: the first one counts
     launches = capture_launches(call)
     assert argument_bytes(launches) == {"triton_poi_a": 80, "triton_red_b": 32}
-    autotuner, args, kwargs = launches["triton_poi_a"]
-    assert autotuner is first and args[2] == 10 and kwargs == {"stream": 0}
+    launch = launches["triton_poi_a"]
+    assert launch.autotuner is first and launch.args[2] == 10 and launch.kwargs == {"stream": 0}
+    assert launch.mutated() == []
+    ((live, copy),) = launches["triton_red_b"].mutated()
+    assert live is launches["triton_red_b"].args[0] and copy is not live
+
+
+def test_a_kernel_that_changes_its_arguments_is_timed_alone_on_them_as_they_were(monkeypatch):
+    """An in-place kernel launched alone again and again would otherwise run on what the launch
+    before left (a matmul's in-place GELU epilogue on its own output)."""
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    from compiler_core.runtime.measure.alone import LAUNCHES, capture_launches, time_alone
+
+    seen = []
+
+    def run(self, buffer, n, stream=None):
+        seen.append(buffer[0].item())
+        buffer.add_(1)
+    monkeypatch.setattr(CachingAutotuner, "run", run)
+    kernel = FakeKernel("triton_poi_fused_add_gelu_0", ["in_out_ptr0", "xnumel"],
+                        mutated=["in_out_ptr0"])
+    buffer = torch.zeros(4)
+    launches = capture_launches(lambda: kernel.run(buffer, 4, stream=0))
+    flushes = []
+
+    class Clock:
+        def per_call(self, fn, calls, before):
+            out = []
+            for _ in range(calls):
+                before()
+                fn()
+                out.append(1e-3)
+            return out
+    assert time_alone(launches, Clock(), flush=lambda: flushes.append(1)) == {
+        "triton_poi_fused_add_gelu_0": 1.0}
+    assert seen == [0.0, 1.0] + [0.0] * LAUNCHES  # the call's launch, the warm-up, the timed
+    assert len(flushes) == LAUNCHES
 
 
 def test_each_call_is_timed_as_it_ran_whatever_branch_its_values_take(replayed):

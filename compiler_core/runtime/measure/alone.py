@@ -1,26 +1,46 @@
 """Each Triton kernel timed alone, the way `triton.testing.do_bench` times a kernel: its first
 launch of a call captured (its autotuner and arguments), then launched again and again, each
-launch between its own pair of CUDA events and after an L2 flush, median. This is the figure
+launch between its own pair of CUDA events and after an L2 flush (and, for a kernel that changes
+its arguments in place, after they are restored), median. This is the figure
 to compare with do_bench; inside the real call a kernel may find in L2 what the kernel before
 it wrote, which the profiler's in-call rows show."""
 
 from __future__ import annotations
 
 import statistics
+from typing import NamedTuple
 
 import torch
 
 LAUNCHES = 100
 
 
-def capture_launches(call) -> dict[str, tuple]:
-    """The first launch of each Triton kernel during one `call()`: (autotuner, args, kwargs)."""
+class Launch(NamedTuple):
+    """A kernel's launch as the call made it, and copies of the arguments it changes in place,
+    taken before it ran (Inductor's own `clone_args`, as its autotuner benchmarks)."""
+    autotuner: object
+    args: tuple
+    kwargs: dict
+    saved: tuple[list, dict]
+
+    def mutated(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(live argument, its saved copy) for each argument the kernel changes."""
+        saved_args, saved_kwargs = self.saved
+        pairs = list(zip(self.args, saved_args)) + [
+            (self.kwargs[name], copy) for name, copy in saved_kwargs.items()]
+        return [(live, copy) for live, copy in pairs
+                if isinstance(live, torch.Tensor) and copy is not live]
+
+
+def capture_launches(call) -> dict[str, Launch]:
+    """The first launch of each Triton kernel during one `call()`."""
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-    seen: dict[str, tuple] = {}
+    seen: dict[str, Launch] = {}
     original = CachingAutotuner.run
 
     def run(self, *args, **kwargs):
-        seen.setdefault(self.fn.__name__, (self, args, kwargs))
+        if self.fn.__name__ not in seen:
+            seen[self.fn.__name__] = Launch(self, args, kwargs, self.clone_args(*args, **kwargs))
         return original(self, *args, **kwargs)
 
     CachingAutotuner.run = run
@@ -31,18 +51,26 @@ def capture_launches(call) -> dict[str, tuple]:
     return seen
 
 
-def argument_bytes(launches: dict[str, tuple]) -> dict[str, int]:
+def argument_bytes(launches: dict[str, Launch]) -> dict[str, int]:
     """Bytes of each kernel's tensor arguments at its captured launch."""
-    return {name: sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
-            for name, (_, args, _) in launches.items()}
+    return {name: sum(a.numel() * a.element_size() for a in launch.args
+                      if isinstance(a, torch.Tensor))
+            for name, launch in launches.items()}
 
 
-def time_alone(launches: dict[str, tuple], clock, flush) -> dict[str, float]:
-    """Median microseconds of each captured kernel launched alone, L2 flushed before each."""
+def time_alone(launches: dict[str, Launch], clock, flush) -> dict[str, float]:
+    """Median microseconds of each captured kernel launched alone, L2 flushed before each and,
+    for a kernel that changes its arguments in place, those restored first (else each launch
+    would run on the data the one before left: an in-place GELU epilogue, on its own output)."""
     out = {}
-    for name, (autotuner, args, kwargs) in launches.items():
-        def launch(autotuner=autotuner, args=args, kwargs=kwargs):
-            autotuner.run(*args, **kwargs)
-        launch()
-        out[name] = 1e3 * statistics.median(clock.per_call(launch, LAUNCHES, before=flush))
+    for name, launch in launches.items():
+        def run(launch=launch):
+            launch.autotuner.run(*launch.args, **launch.kwargs)
+
+        def before(mutated=launch.mutated()):
+            for live, copy in mutated:
+                live.copy_(copy)
+            flush()
+        run()
+        out[name] = 1e3 * statistics.median(clock.per_call(run, LAUNCHES, before=before))
     return out

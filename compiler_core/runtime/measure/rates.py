@@ -36,15 +36,15 @@ def add_rates(rows: list[dict], estimates: dict[str, dict], peaks: dict | None,
                 row["pct_peak_bf16"] = min(100.0, 100 * row["tflops"] / peaks["bf16_tflops"])
 
 
-def kernel_estimates(launches: dict[str, tuple]) -> dict[str, dict]:
+def kernel_estimates(launches: dict) -> dict[str, dict]:
     """Bytes and FLOP per launch of each Triton kernel: Inductor's estimates (see
     `runtime.config.configure_measure`), else (torch 2.11 adds none without `benchmark_kernel`)
     the bytes of the tensor arguments of its captured launch (`alone.capture_launches`)."""
     measured = argument_bytes(launches)
-    return {name: {"num_gb": t.inductor_meta.get("kernel_num_gb") or (
+    return {name: {"num_gb": launch.autotuner.inductor_meta.get("kernel_num_gb") or (
                        measured.get(name, 0) / 1e9 or None),
-                   "flop": t.inductor_meta.get("kernel_flop")}
-            for name, (t, _, _) in launches.items()}
+                   "flop": launch.autotuner.inductor_meta.get("kernel_flop")}
+            for name, launch in launches.items()}
 
 
 def totals(rows: list[dict], e2e_ms: float | None) -> dict:
