@@ -16,7 +16,8 @@ in a process of its own on the same script compiled again there (it imports no t
   of the same callable on the arguments of its first call, against our warm series (each call
   on its own), eager and compiled, and our speed-up against do_bench's; goal within 5 % for 90 %.
   To explain gaps, also our clock there on the same callable: with the engine's calls per
-  sample, and with 10x as many;
+  sample, and with 10x as many; and torchbolt's per-call method in do_bench's own rounds
+  (`speedup_per_call_same_rounds`: a method's bias apart from the host's drift);
 - serving (`bench/web_latency.py`): the web app's own path, first and warm jobs.
 - preview fidelity: per compile, the previewed Triton kernels against those that ran.
 Also runs the matmul example with mode="max-autotune" (template choices recorded). Writes the
