@@ -52,23 +52,10 @@ def gallery_callables() -> dict:
     return out
 
 
-def per_call_ms(fn, calls: int = PER_CALL) -> float:
-    """Median of CUDA events around each call, calls queued one after another."""
-    import torch
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-             for _ in range(calls)]
-    torch.cuda.synchronize()
-    for start, end in pairs:
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in pairs)
-
-
 def timings(sides: dict) -> dict:
     """do_bench rounds for `SPAN_S`, the sides taking turns; their paired speed-up; per-call
     events per side."""
+    from gpu_reference import per_call_ms  # bench/ is on the path (`gallery_callables`)
     from triton.testing import do_bench
     rounds = {side: [] for side in sides}
     deadline, i = time.monotonic() + SPAN_S, 0
@@ -77,7 +64,8 @@ def timings(sides: dict) -> dict:
             rounds[side].append(do_bench(sides[side], warmup=5, rep=40, return_mode="median"))
         i += 1
     ratios = [e / c for e, c in zip(rounds["eager"], rounds["compiled"])]
-    return {**{side: {"do_bench_ms": statistics.median(r), "per_call_ms": per_call_ms(sides[side])}
+    return {**{side: {"do_bench_ms": statistics.median(r),
+                      "per_call_ms": per_call_ms(sides[side], PER_CALL)}
                for side, r in rounds.items()},
             "speedup_do_bench": statistics.median(ratios), "rounds": len(ratios)}
 
