@@ -55,7 +55,10 @@ def test_every_stage_of_a_kernel_compiled_for_sm90_on_cpu(tmp_path, monkeypatch)
     assert "ttg.num-warps" in stages["ttgir"]
     assert "define" in stages["llir"] and "@add_one" in stages["llir"]
     assert ".target sm_90a" in stages["ptx"]
-    assert "Function : add_one" in stages["sass"] and "/* 0x" not in stages["sass"]
+    sass = stages["sass"].splitlines()
+    assert ".text.add_one:" in sass and "/*0000*/" in sass[sass.index(".text.add_one:") + 1]
+    assert "//##" not in stages["sass"] and "/* 0x" not in stages["sass"]
+    assert len(info["sass_lines"]) == len(sass) and set(info["sass_lines"]) > {None}
     assert info["metadata"]["target"] == {"backend": "cuda", "arch": 90, "warp_size": 32}
     assert info["resources"]["regs"] > 0 and info["resources"]["local"] == 0
 

@@ -54,6 +54,7 @@ def warm_up(device: str, timing_lock_fd: int | None = None) -> None:
     if device == "cuda":
         import triton  # noqa: F401
         torch.cuda.init()
+
     def small(x):
         return (x * 2).relu().sum()
     x = torch.randn(8, device=device)

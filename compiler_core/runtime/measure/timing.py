@@ -166,7 +166,7 @@ class CallTiming:
         with self.phases.timed("correctness"):
             replay.probe(entry.compiled)
             with replay.grad_context():
-                self.correctness = check(entry.original, entry.compiled, replay)
+                self.verdict = check(entry.original, entry.compiled, replay)
                 self.grads = None
                 if replay.grad_mode == "grad":
                     self.grads = backward_grads(entry.original, *replay.fresh_copies())
@@ -202,7 +202,7 @@ class CallTiming:
     def record(self) -> dict:
         device, e2e, kernels = self.device, self.e2e, self.kernel_rows
         notes = launch_bound_notes(kernels) if device.kind == "cuda" else []
-        if self.correctness["ok"] is False:
+        if self.verdict["ok"] is False:
             notes.append("The compiled output does not match eager: no speed-up is reported.")
             for series in e2e.values():
                 series["speedup"] = None
@@ -212,7 +212,7 @@ class CallTiming:
                 "inputs": "the recorded arguments" + (
                     ", restored before each sample (the callable changes them)"
                     if self.replay.mutates else ""),
-                "correctness": self.correctness, "e2e": e2e, "kernels": kernels,
+                "correctness": self.verdict, "e2e": e2e, "kernels": kernels,
                 "peaks": device.peaks,
                 "plots": {"kernels": kernel_figure(kernels, device.kind),
                           "roofline": roofline_figure(kernels["compiled"], device.peaks)},
@@ -275,6 +275,8 @@ def warm_up(original, compiled, x) -> None:
 #   and every later launch costs more (PyTorch issue 144455; `bench/profiler_aftereffect.py`).
 # - Nothing but the profiler after CUDA graph trees took over part of the allocator.
 STEPS = ("correctness", "alone", "series", "cudagraphs", "kernels")
+
+
 def measure_all(recorder, session, device_kind: str) -> None:
     """One `timing` record per compiled callable and recorded call (an error is one too);
     capture is paused (`session`), so that timing's own compiles record nothing."""
