@@ -65,22 +65,45 @@ def quiet_stderr():
 
 def after_script(recorder, session: CaptureSession, device: str, preview: bool,
                  timings: bool, timing_lock_fd: int | None = None) -> None:
-    steps = []
-    if device == "cuda":
-        steps.append(("triton_kernels", lambda: triton_kernels.collect(session)))
-    if timings:
-        def measure_locked():
-            with held(timing_lock_fd):
-                timing.measure_all(recorder, session, device)
-        steps.append(("timings", measure_locked))
-    else:
-        session.writer.emit("note", None, None, text=NOT_MEASURED)
-    if preview:
-        steps.append(("gpu_preview", lambda: gpu_preview.preview(session)))
+    """The Triton kernels' records are read while the timings' first, untimed step runs (their
+    disassembly runs in other processes) and written before anything is timed."""
     with quiet_stderr():
-        for stage, step in steps:
-            try:
-                step()
-            except Exception as exc:  # a failing step costs that step, not the result
-                session.writer.emit("stage_error", None, None, stage=stage,
-                                    message=f"{type(exc).__name__}: {exc}"[:1000])
+        kernels = None
+        if device == "cuda":
+            started = guarded(session, "triton_kernels", lambda: triton_kernels.collect(session))
+            kernels = Once(session, "triton_kernels", started)
+        if timings:
+            def measure_locked():
+                with held(timing_lock_fd):
+                    timing.measure_all(recorder, session, device, before_timed=kernels)
+            guarded(session, "timings", measure_locked)
+        else:
+            session.writer.emit("note", None, None, text=NOT_MEASURED)
+        if kernels:
+            kernels()
+        if preview:
+            guarded(session, "gpu_preview", lambda: gpu_preview.preview(session))
+
+
+def guarded(session: CaptureSession, stage: str, step):
+    """`step()`, or None where it failed: a failing step costs that step, not the result (a
+    `stage_error` record names it)."""
+    try:
+        return step()
+    except Exception as exc:
+        session.writer.emit("stage_error", None, None, stage=stage,
+                            message=f"{type(exc).__name__}: {exc}"[:1000])
+        return None
+
+
+class Once:
+    """A started step's second half (`finish`, e.g. writing records once background work ended),
+    run at its first call only, guarded as a step."""
+
+    def __init__(self, session: CaptureSession, stage: str, finish) -> None:
+        self.session, self.stage, self.finish = session, stage, finish
+
+    def __call__(self) -> None:
+        finish, self.finish = self.finish, None
+        if finish:
+            guarded(self.session, self.stage, finish)

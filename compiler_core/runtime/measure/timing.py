@@ -274,12 +274,15 @@ def warm_up(original, compiled, x) -> None:
 # - Nothing timed after a profiler session in the same process: Kineto leaves CUPTI attached
 #   and every later launch costs more (PyTorch issue 144455; `bench/profiler_aftereffect.py`).
 # - Nothing but the profiler after CUDA graph trees took over part of the allocator.
+# The first step times nothing: other work may run meanwhile (`before_timed`).
 STEPS = ("correctness", "alone", "series", "cudagraphs", "kernels")
 
 
-def measure_all(recorder, session, device_kind: str) -> None:
+def measure_all(recorder, session, device_kind: str, before_timed=None) -> None:
     """One `timing` record per compiled callable and recorded call (an error is one too);
-    capture is paused (`session`), so that timing's own compiles record nothing."""
+    capture is paused (`session`), so that timing's own compiles record nothing.
+    `before_timed()`, if given, runs once the first step is done, before anything is timed
+    (e.g. waiting for work started before the timings)."""
     device = Device(device_kind)
     deadline = time.monotonic() + TOTAL_BUDGET_S
     timings = [({"callable": entry.index, "name": entry.name, "arguments": list(signature)},
@@ -288,6 +291,8 @@ def measure_all(recorder, session, device_kind: str) -> None:
                for signature, call in zip(entry.signatures, entry.calls)]
     errors: dict[int, str] = {}
     for step in STEPS:
+        if step == STEPS[1] and before_timed:
+            before_timed()
         for i, (_, timing) in enumerate(timings):
             if i in errors:
                 continue
