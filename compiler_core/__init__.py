@@ -19,7 +19,8 @@ from .gallery import Example, get_example, list_examples
 from .gallery.lessons import Lesson, list_lessons
 from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
-from .report.graphview import graph_view
+from .limits import limit
+from .report.graphview import GraphTooLarge, MalformedResult, graph_view
 from .report.index import result_index, stage_part
 from .report.result import RESULT_VERSION, build_result
 from .report.static_html import PAGE_ASSETS, report_html
@@ -48,10 +49,12 @@ def capture_this_process(stream, user_file: str):
     return attach(stream, user_file)
 
 
-__all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "Job", "Lesson",
-           "Options", "OptionsError", "PAGE_ASSETS", "SandboxCheck", "Worker", "WorkerError",
+__all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "GraphTooLarge", "Job",
+           "Lesson", "MalformedResult", "Options", "OptionsError", "PAGE_ASSETS", "SandboxCheck",
+           "Worker", "WorkerError",
            "build_result", "capture_this_process", "catalogue", "compress_result", "empty_result",
            "engine_version", "environment_id", "environment_identity", "expand_result",
-           "get_example", "graph_view", "list_examples", "list_gpu_examples", "list_lessons",
+           "get_example", "graph_view", "limit", "list_examples", "list_gpu_examples",
+           "list_lessons",
            "placeholder_source", "redact_url", "report_html", "result_index", "sandbox_check",
            "stage_part", "trace_result"]

@@ -3,10 +3,13 @@ else a fast layered layout of our own (longest-path layers, barycenter ordering)
 
 `dot` is the field standard for few crossings, and it also draws expanded module groups as
 nested boxes (clusters) and routes edges around them, ending each at its arrow tip. Its cost grows
-fast (measured here, 2 cores: 1,000 nodes 0.4 s, 2,000 nodes 3.4 s, 5,000 nodes 37-120 s), so
-graphs past `DOT_MAX_NODES` use the fallback, which lays out 5,000 nodes in a fraction of a
-second with straight edges and no group boxes. Every box is sized to hold its label, and no two
-boxes overlap, so labels drawn inside their boxes never overlap either.
+fast (measured here, 2 cores: 1,000 nodes 0.4 s, 2,000 nodes 3.4 s, 5,000 nodes 37-120 s; a
+dense 1,150-node graph with 3 inputs per node over 8 s), so graphs past `DOT_MAX_NODES` use the
+fallback, and so does any graph `dot` cannot lay out within the `layout_seconds` limit
+(`compiler_core/limits.py`): the fallback lays out 5,000 nodes in a fraction of a second with
+straight edges and no group boxes. `Layout.note` says why the fallback was used. Every box is
+sized to hold its label, and no two boxes overlap, so labels drawn inside their boxes never
+overlap either.
 
 Units are points (1/72 inch, as `dot` reports them); y grows downwards, inputs at the top.
 """
@@ -19,8 +22,9 @@ import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..limits import limit
+
 DOT_MAX_NODES = 1200
-DOT_TIMEOUT_S = 8
 NODE_H = 34.0  # two text lines: name, target
 CHAR_W = 6.6  # an 11px monospace-ish character, with margin for the bold name
 MIN_W, MAX_W = 54.0, 216.0
@@ -44,6 +48,7 @@ class Layout:
     sizes: dict[str, tuple[float, float]]  # node width, height
     routes: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # x0,y0,x1,y1,...
     boxes: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)  # x0,y0,x1,y1
+    note: str | None = None  # why the layered fallback was used instead of `dot`
 
 
 def box_width(labels: list[str]) -> float:
@@ -76,19 +81,37 @@ def _numbers(text: str) -> list[float]:
     return [float(v) for v in text.replace(",", " ").split()]
 
 
+class DotUnavailable(Exception):
+    """Why `dot` gave no layout (the message is the layout's note)."""
+
+
 def dot_layout(nodes: list[str], edges: list[tuple[str, str]], widths: dict,
-               clusters: list[Cluster]) -> Layout | None:
-    """Positions, edge routes and cluster boxes from `dot -Tjson`; None when dot is missing,
-    fails or takes too long."""
+               clusters: list[Cluster], seconds: float) -> Layout:
+    """Positions, edge routes and cluster boxes from `dot -Tjson`, killed after `seconds`;
+    DotUnavailable when dot is missing, fails, or takes too long."""
     dot = shutil.which("dot")
-    if dot is None or len(nodes) > DOT_MAX_NODES:
-        return None
+    if dot is None:
+        raise DotUnavailable("Graphviz dot is not installed")
+    if len(nodes) > DOT_MAX_NODES:
+        raise DotUnavailable(f"{len(nodes):,} items: dot is used up to {DOT_MAX_NODES:,}")
+    if seconds <= 0:
+        raise DotUnavailable("no time was left for dot (layout_seconds)")
     source, index = _dot_source(nodes, edges, widths, clusters)
     try:
-        out = json.loads(subprocess.run([dot, "-Tjson"], input=source, text=True, capture_output=True,
-                                        timeout=DOT_TIMEOUT_S, check=True).stdout)
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
+        out = subprocess.run([dot, "-Tjson"], input=source, text=True, capture_output=True,
+                             timeout=seconds, check=True).stdout
+    except subprocess.TimeoutExpired:
+        raise DotUnavailable(f"dot took over {seconds:g} s (the layout_seconds limit)") from None
+    except (OSError, subprocess.SubprocessError):
+        raise DotUnavailable("dot failed on this graph") from None
+    try:
+        return _read_dot(json.loads(out), nodes, index, widths, clusters)
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise DotUnavailable("dot's output could not be read") from None
+
+
+def _read_dot(out: dict, nodes: list[str], index: dict, widths: dict,
+              clusters: list[Cluster]) -> Layout:
     height = _numbers(out["bb"])[3]
     by_name = {v: k for k, v in index.items()}
     by_gvid, boxes, positions = {}, {}, {}
@@ -112,7 +135,7 @@ def dot_layout(nodes: list[str], edges: list[tuple[str, str]], widths: dict,
         routes[(by_gvid[edge["tail"]], by_gvid[edge["head"]])] = [
             round(v if i % 2 == 0 else height - v, 1) for i, v in enumerate(points)]
     if len(positions) != len(nodes):
-        return None
+        raise ValueError("dot left nodes out")
     return Layout("dot", positions, {n: (widths[n], NODE_H) for n in nodes}, routes, boxes)
 
 
@@ -169,10 +192,12 @@ def _spread(row: list[str], x: dict[str, float]) -> None:
 
 
 def layout(nodes: list[str], edges: list[tuple[str, str]], widths: dict[str, float],
-           clusters: list[Cluster]) -> Layout:
-    """`dot` with clusters where it can; else the layered fallback (straight edges, no boxes)."""
-    done = dot_layout(nodes, edges, widths, clusters)
-    if done is not None:
-        return done
-    return Layout("layered", layered_positions(nodes, edges),
-                  {n: (min(widths[n], FALLBACK_W), NODE_H) for n in nodes})
+           clusters: list[Cluster], seconds: float | None = None) -> Layout:
+    """`dot` with clusters where it can within `seconds` (default: the `layout_seconds` limit);
+    else the layered fallback (straight edges, no boxes), with a note saying why."""
+    try:
+        return dot_layout(nodes, edges, widths, clusters,
+                          limit("layout_seconds") if seconds is None else seconds)
+    except DotUnavailable as why:
+        return Layout("layered", layered_positions(nodes, edges),
+                      {n: (min(widths[n], FALLBACK_W), NODE_H) for n in nodes}, note=str(why))

@@ -7,6 +7,11 @@ the result with its source and options, the graph view of every graph stage (lai
 the API would lay it out) and plotly.js, which the page loads only when a graph is drawn. No
 server is needed and nothing is fetched: `static/js/api.js` answers from the embedded data.
 Built by `python -m compiler_core report` and by the web app's "Download report", alike.
+
+The result may be forged (an uploaded log, a hostile job): a graph that cannot be shown is left
+out (the page then says the report holds no graph for that stage), and `dot` gets the
+`layout_seconds` limit once for the whole report, so a report of many dense graphs still takes
+about that long plus the fast layered layouts.
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ import base64
 import os
 import re
 import sys
+import time
 
 import jinja2
 
 from ..catalogue import catalogue
-from .graphview import graph_view
+from ..limits import limit
+from .graphview import MalformedResult, graph_view
 from .stages import GRAPH_STAGES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -76,15 +83,32 @@ def inline_css() -> str:
                        css)
 
 
+def _graph_stages(result: dict):
+    """(compile, stage) of every graph stage of the result's well-formed compiles."""
+    compiles = result.get("compiles")
+    for compiled in compiles if isinstance(compiles, list) else []:
+        stages = compiled.get("stages") if isinstance(compiled, dict) else None
+        if isinstance(stages, dict) and isinstance(compiled.get("id"), str):
+            yield from ((compiled, stage) for stage in GRAPH_STAGES if stage in stages)
+
+
 def graph_views(result: dict) -> dict:
-    """`"COMPILE STAGE"` -> the graph view the page asks the API for first (collapse "auto")."""
-    return {f"{compiled['id']} {stage}": graph_view(compiled, stage, result)
-            for compiled in result["compiles"] for stage in GRAPH_STAGES
-            if stage in compiled["stages"]}
+    """`"COMPILE STAGE"` -> the graph view the page asks the API for first (collapse "auto");
+    graphs that cannot be shown (malformed, too many items) are left out."""
+    views, deadline = {}, time.monotonic() + limit("layout_seconds")
+    for compiled, stage in _graph_stages(result):
+        try:
+            views[f"{compiled['id']} {stage}"] = graph_view(
+                compiled, stage, result, layout_seconds=max(0.0, deadline - time.monotonic()))
+        except ValueError:  # MalformedResult, GraphTooLarge: the report goes without it
+            continue
+    return views
 
 
 def report_html(source: str, options: dict, result: dict) -> str:
     """The whole report file for one result and the source and options that produced it."""
+    if not isinstance(result, dict):
+        raise MalformedResult("the result is not a JSON object")
     boot = {
         "environment": result.get("environment") or {},
         "gallery": [],
