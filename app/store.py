@@ -2,7 +2,8 @@
 
 A key is the hash of (source, options, engine version), so an identical submit finds its result
 and `/r/KEY` reloads code and result without a recompile. Rows live in `DATA_DIR/results.sqlite3`
-and survive restarts. Results are stored zlib-compressed JSON (generated code compresses ~10x).
+and survive restarts. Results are stored zlib-compressed JSON (generated code compresses ~10x), each within the
+stored-result limits (`compress_result`: its largest texts dropped first).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import json
 import os
 import sqlite3
 import time
-import zlib
 from collections.abc import Iterator
+
+from compiler_core import compress_result, expand_result
 
 KEY_CHARS = 20  # hex digits of sha256 kept in share links: 80 bits
 
@@ -59,7 +61,7 @@ class Store:
             db.close()
 
     def put(self, key: str, source: str, options: dict, result: dict) -> None:
-        blob = zlib.compress(json.dumps(result).encode("utf-8"), 6)
+        blob = compress_result(result)  # within the stored-result limits
         with self._db() as db:
             db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
                        (key, source, json.dumps(options), blob, time.time()))
@@ -73,4 +75,4 @@ class Store:
             return None
         source, options, blob = row
         return {"key": key, "source": source, "options": json.loads(options),
-                "result": json.loads(zlib.decompress(blob))}
+                "result": expand_result(blob)}

@@ -11,7 +11,8 @@ records into the result. It never imports Flask. The CLI is `torchbolt run SCRIP
 """
 
 from .catalogue import catalogue
-from .cluster.client import Broker, BrokerDown, compress_result, expand_result
+from .cluster.client import Broker, BrokerDown
+from .report.stored import compress_result, expand_result
 from .cluster.protocol import environment_id, environment_identity
 from .cluster.protocol import redact as redact_url
 from .errors import ErrorKind

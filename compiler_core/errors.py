@@ -23,6 +23,7 @@ class ErrorKind(str, enum.Enum):
     SYSTEM_EXIT = "SystemExit", False, "the script called sys.exit with a non-zero code"
     DEVICE_UNAVAILABLE = "DeviceUnavailable", False, "the job asked for a device the server lacks"
     OUTPUT_LIMIT = "OutputLimit", False, "the script wrote more than the output limit"
+    RECORD_LIMIT = "RecordLimit", False, "the job wrote more records than the server keeps"
     DISK_LIMIT = "DiskLimit", False, "the script filled the job's disk space"
     PROCESS_LIMIT = "ProcessLimit", False, "the script ran more processes and threads than allowed"
     TIMEOUT = "Timeout", True, "the script ran longer than its time limit"

@@ -11,7 +11,6 @@ import json
 import secrets
 import time
 import uuid
-import zlib
 
 from . import protocol
 from .reaper import enqueue, reap
@@ -143,9 +142,3 @@ class Broker:
         return row[0].decode(), json.loads(row[1]), row[2]
 
 
-def compress_result(result: dict) -> bytes:
-    return zlib.compress(json.dumps(result).encode("utf-8"), 6)
-
-
-def expand_result(blob: bytes) -> dict:
-    return json.loads(zlib.decompress(blob))

@@ -50,9 +50,11 @@ class StreamedJob(Job):
         self._publisher.put(self.run_id, "started", {"user_file": user_file,
                                                       "slot": _state.name if _state else None})
 
-    def add_record(self, record: dict) -> None:
-        super().add_record(record)
-        self._publisher.put(self.run_id, "record", record)
+    def add_record(self, record: dict) -> bool:
+        kept = super().add_record(record)
+        if kept:
+            self._publisher.put(self.run_id, "record", record)
+        return kept
 
 
 class SlotState:

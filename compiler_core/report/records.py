@@ -10,9 +10,15 @@ still yields every stage captured before the crash.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from typing import IO
+
+from ..limits import limit
+
+READ_CHUNK = 1 << 20
+READ_PER_CALL = 16 << 20  # a flood is read over several of the supervisor's polls
 
 
 class RecordWriter:
@@ -35,33 +41,88 @@ class RecordWriter:
 
 def read_records(path: str) -> list[dict]:
     """All complete records in a file (a torn last line from a killed writer is skipped)."""
-    return RecordTail(path).new_records()
+    tail, records = RecordTail(path), []
+    while batch := tail.new_records():
+        records += batch
+    return records
 
 
 class RecordTail:
-    """Reads records appended to a file since the last call (for live streaming)."""
+    """Reads the records appended to a file since the last call (for live streaming).
+
+    The file is written by the job, so it is hostile input: it is read in chunks, at most
+    `READ_PER_CALL` bytes per call; an unfinished line is kept only up to the `record_bytes`
+    limit, and a longer line is dropped as it streams by (counted in `dropped`), so a record
+    with no newline costs neither memory nor re-reading."""
 
     def __init__(self, path: str):
         self.path = path
+        self.dropped = {"oversized": 0, "malformed": 0}
         self._offset = 0
+        self._line = bytearray()
+        self._skipping = False  # inside a line longer than the limit: drop up to its newline
+        self._cap = limit("record_bytes")
 
     def new_records(self) -> list[dict]:
+        records: list[dict] = []
         try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self._offset)
-                chunk = fh.read()
+            fh = open(self.path, "rb")
         except FileNotFoundError:
-            return []
-        complete = chunk[: chunk.rfind(b"\n") + 1]
-        self._offset += len(complete)
-        return [record for line in complete.decode("utf-8", errors="replace").splitlines()
-                if (record := _parse(line)) is not None]
+            return records
+        with fh:
+            fh.seek(self._offset)
+            for _ in range(READ_PER_CALL // READ_CHUNK):
+                chunk = fh.read(READ_CHUNK)
+                if not chunk:
+                    break
+                self._offset += len(chunk)
+                self._feed(chunk, records)
+        return records
+
+    def _feed(self, chunk: bytes, records: list[dict]) -> None:
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            piece = chunk[start:newline if newline >= 0 else len(chunk)]
+            if not self._skipping and len(self._line) + len(piece) > self._cap:
+                self._skipping, self._line = True, bytearray()
+                self.dropped["oversized"] += 1
+            if not self._skipping:
+                self._line += piece
+            if newline < 0:
+                return
+            if not self._skipping and self._line.strip():
+                record = parse_record(bytes(self._line))
+                if record is None:
+                    self.dropped["malformed"] += 1
+                else:
+                    records.append(record)
+            self._line, self._skipping = bytearray(), False
+            start = newline + 1
 
 
-def _parse(line: str) -> dict | None:
+def parse_record(line: bytes | str) -> dict | None:
     """A record, or None for a line that isn't one (the job's own code can write to the file)."""
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         return None
-    return record if isinstance(record, dict) and isinstance(record.get("name"), str) else None
+    return valid_record(record)
+
+
+def valid_record(record) -> dict | None:
+    """The record's five fields when each has its type (`meta` an object, `payload` text or
+    null, `compile_id` a short string or null), else None. Extra fields are dropped."""
+    if not isinstance(record, dict):
+        return None
+    name, compile_id = record.get("name"), record.get("compile_id")
+    meta, payload, t = record.get("meta", {}), record.get("payload"), record.get("t", 0.0)
+    if not (isinstance(name, str) and 0 < len(name) <= 100) or not isinstance(meta, dict):
+        return None
+    if compile_id is not None and not (isinstance(compile_id, str) and 0 < len(compile_id) <= 64):
+        return None
+    if payload is not None and not isinstance(payload, str):
+        return None
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+        t = 0.0
+    return {"name": name, "compile_id": compile_id, "t": t, "meta": meta, "payload": payload}

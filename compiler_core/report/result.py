@@ -1,13 +1,17 @@
 """Build the one result document from a job's records: a pure function, runnable on any prefix.
 
 One stage failing to extract is recorded in `stage_errors` and the others still arrive (strict
-mode raises instead, for tests).
+mode raises instead, for tests). Records come from the job, so every part of the result is built
+in such a step, run-level lists too: a malformed record costs its part of the result (named in
+`stage_errors`), never an exception. Texts past `stage_text_chars` are cut and notes past
+`notes_per_job` / `note_chars` dropped; each cut is listed in `truncated`, naming the limit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..limits import LIMITS, limit
 from .calls import calls
 from .callsite import frame_of, user_line
 from . import names
@@ -67,20 +71,29 @@ def _kernels(group: CompileRecords) -> list[dict]:
     return kernels
 
 
+def _stage_error(compile_id: str | None, meta: dict) -> dict:
+    """A `stage_error` record as the result lists it (its fields forced to text)."""
+    return {"compile_id": compile_id, "stage": str(meta.get("stage", "?"))[:200],
+            "message": str(meta.get("message", ""))[:2000]}
+
+
 def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict]) -> dict:
     extraction = _Extraction(group, strict, stage_errors)
+    step = extraction.step
     stages: dict[str, dict] = {}
     for module in EXTRACTORS:
-        stages.update(extraction.step(module.__name__, lambda m=module: m.extract(group), {}))
-    extraction.step("names", lambda: names.annotate(stages), None)
-    for record in group.all("stage_error"):
-        stage_errors.append({"compile_id": group.compile_id, **record["meta"]})
-    return {"id": group.compile_id, "frame": frame_of(group), "user_line": user_line(group),
+        stages.update(step(module.__name__, lambda m=module: m.extract(group), {}))
+    step("names", lambda: names.annotate(stages), None)
+    stage_errors += [_stage_error(group.compile_id, r["meta"]) for r in group.all("stage_error")]
+    no_frame = {"name": None, "filename": None, "line": None, "qualname": None}
+    return {"id": group.compile_id, "frame": step("frame", lambda: frame_of(group), no_frame),
+            "user_line": step("user_line", lambda: user_line(group), None),
             "stages": stages,
-            "kernels": extraction.step("kernels", lambda: _kernels(group), []),
-            "census": extraction.step("census", lambda: census(stages), {}),
+            "kernels": step("kernels", lambda: _kernels(group), []),
+            "census": step("census", lambda: census(stages), {}),
             "has_graph": "dynamo_graph" in stages,
-            "failure": failure_of(group), **triton_ir.compile_fields(group)}
+            "failure": step("failure", lambda: failure_of(group), None),
+            **step("triton", lambda: triton_ir.compile_fields(group), {})}
 
 
 def failure_of(group: CompileRecords) -> dict | None:
@@ -99,6 +112,47 @@ def _first_meta(records: list[dict], name: str) -> dict | None:
     return next((r["meta"] for r in records if r["name"] == name), None)
 
 
+def _error(records: list[dict], run: dict) -> dict | None:
+    """The job's own error record, if it has the error's shape, else what the supervisor saw."""
+    meta = _first_meta(records, "error")
+    if meta is None:
+        return run.get("error")
+    if not (isinstance(meta.get("type"), str) and isinstance(meta.get("message"), str)):
+        raise ValueError("the job's error record lacks a type or message")
+    line = meta.get("line")
+    return {**meta, "line": line if isinstance(line, int) and not isinstance(line, bool)
+            else None}
+
+
+def _notes(records: list[dict], truncated: list[dict]) -> list[str]:
+    texts = [str(r["meta"].get("text", "")) for r in records if r["name"] == "note"]
+    most, longest = limit("notes_per_job"), limit("note_chars")
+    if len(texts) > most:
+        truncated.append({"limit": "notes_per_job",
+                          "message": f"{len(texts) - most} notes past the first {most} dropped"})
+    long = [t for t in texts[:most] if len(t) > longest]
+    if long:
+        truncated.append({"limit": "note_chars", "message": f"{len(long)} notes cut to "
+                                                           f"{longest:,} characters"})
+    return [t[:longest] for t in texts[:most]]
+
+
+def cut_stage_texts(result: dict, truncated: list[dict]) -> None:
+    """Cut every stage text over `stage_text_chars`, with a visible mark (in place)."""
+    cap = limit("stage_text_chars")
+    for owner in (*result["compiles"], *result["exports"], *result["torchscript"]):
+        for name, stage in owner.get("stages", {}).items():
+            text = stage.get("text")
+            if isinstance(text, str) and len(text) > cap:
+                kept = text[:cap]
+                stage["text"] = kept + (f"\n[... cut by torchbolt: {len(text):,} characters, "
+                                        f"the first {cap:,} shown (stage_text_chars) ...]")
+                stage["src_lines"] = stage.get("src_lines", [])[:kept.count("\n") + 1] + [None]
+                stage["truncated"] = True
+                truncated.append({"limit": "stage_text_chars", "message": (
+                    f"{owner.get('id')} {name}: {len(text):,} characters cut to {cap:,}")})
+
+
 def compiled_callables(records: list[dict]) -> list[dict]:
     """Each torch.compile'd callable, with the argument signatures it was called with."""
     calls: dict[int, list] = {}
@@ -114,31 +168,38 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     """The result document. `run` carries what only the supervisor knows (output, exit, limits)."""
     run = run or {}
     stage_errors: list[dict] = []
+    truncated: list[dict] = list(run.get("truncated", []))
     compiles = [build_compile(g, strict, stage_errors)
                 for g in group_by_compile(records, user_file)]
-    stage_errors += [r["meta"] for r in records  # run-level steps: timings, GPU preview ...
-                     if r["name"] == "stage_error" and r["compile_id"] is None]
-    error = _first_meta(records, "error") or run.get("error")
-    recompile_list = with_failed_guards(recompiles(records), compiles)
+    part = _Extraction(CompileRecords(None, user_file, records), strict, stage_errors).step
+    stage_errors += [_stage_error(None, r["meta"]) for r in records  # run-level steps: timings,
+                     if r["name"] == "stage_error" and r["compile_id"] is None]  # GPU preview
+    recompile_list = part("recompiles", lambda: with_failed_guards(recompiles(records),
+                                                                     compiles), [])
     result = {
         "version": RESULT_VERSION,
-        "environment": _first_meta(records, "environment") or {},
+        "environment": part("environment", lambda: dict(_first_meta(records, "environment")
+                                                        or {}), {}),
         "options": run.get("options", {}),
         "user_file": user_file,
         "stdout": run.get("stdout", ""),
         "stderr": run.get("stderr", ""),
-        "error": error,
+        "error": part("error", lambda: _error(records, run), run.get("error")),
         "finished": _first_meta(records, "run_end") is not None,
         "duration_s": run.get("duration_s"),
         "compiles": compiles,
-        "graph_breaks": graph_breaks(records, compiles, user_file),
+        "graph_breaks": part("graph_breaks", lambda: graph_breaks(records, compiles,
+                                                                  user_file), []),
         "recompiles": recompile_list,
-        "calls": calls(records, recompile_list),
-        "exports": export.programs(records, user_file),
-        "torchscript": torchscript.programs(records, user_file),
+        "calls": part("calls", lambda: calls(records, recompile_list), []),
+        "exports": part("exports", lambda: export.programs(records, user_file), []),
+        "torchscript": part("torchscript", lambda: torchscript.programs(records, user_file), []),
         "timings": [r["meta"] for r in records if r["name"] == "timing"],
-        "compiled_callables": compiled_callables(records),
+        "compiled_callables": part("compiled_callables", lambda: compiled_callables(records),
+                                   []),
         "stage_errors": stage_errors,
-        "notes": [r["meta"]["text"] for r in records if r["name"] == "note"],
+        "notes": _notes(records, truncated),
+        "truncated": truncated,
     }
+    part("stage_text_chars", lambda: cut_stage_texts(result, truncated), None)
     return result

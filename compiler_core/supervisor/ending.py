@@ -11,10 +11,11 @@ import signal
 from dataclasses import dataclass
 
 from ..errors import ErrorKind
+from ..limits import LIMITS
 from ..options import Options
-from ..report.records import read_records
 from ..report.result import build_result
 from ..report.stages.common import user_lines
+from .job import Job
 from .slot import Slot
 
 
@@ -22,7 +23,7 @@ from .slot import Slot
 class JobOutcome:
     """What the supervisor observed about how a job ended."""
     returncode: int | None = None
-    killed_for: str | None = None  # "timeout", "memory", "cpu", "cancelled", "worker"
+    killed_for: str | None = None  # "timeout", "memory", "cpu", "records", "cancelled", "worker"
 
 
 def read_capped(path: str, limit: int) -> str:
@@ -39,19 +40,33 @@ def read_capped(path: str, limit: int) -> str:
     return text
 
 
-def job_result(slot: Slot, user_file: str, options: Options, outcome: JobOutcome,
-               duration: float) -> dict:
-    """The result from the job's records and output files, and what the supervisor saw."""
-    records = read_records(slot.path("records.jsonl"))
+def dropped_records(dropped: dict[str, int]) -> list[dict]:
+    """`result["truncated"]` entries for the record lines the supervisor did not keep."""
+    notes = {"oversized": ("record_bytes", "record lines longer than {value:,} bytes"),
+             "malformed": ("record_bytes", "record lines that were not records")}
+    return [{"limit": notes[kind][0], "message": f"{count} " + notes[kind][1].format(
+                value=LIMITS["record_bytes"].value) + " were dropped"}
+            for kind, count in dropped.items() if count]
+
+
+def job_result(slot: Slot, job: Job, user_file: str, outcome: JobOutcome,
+               dropped: dict[str, int], duration: float) -> dict:
+    """The result from the records the job kept, its output files, and what the supervisor
+    saw (records are never read twice: the job's list is already within its limits)."""
+    records, options = job.records(), job.options
     finished = any(r["name"] == "run_end" for r in records)
     if slot.group and slot.group.oom_killed():
         outcome.killed_for = "memory"
+    if job.over_limit and outcome.killed_for is None:
+        outcome.killed_for = "records"
     run = {
         "options": options.to_dict(),
         "stdout": read_capped(slot.path("stdout.txt"), options.output_limit),
         "stderr": read_capped(slot.path("stderr.txt"), options.output_limit),
         "duration_s": round(duration, 3),
-        "error": None if finished else abnormal_end(slot, user_file, options, outcome),
+        "error": (None if finished and not job.over_limit else
+                  abnormal_end(slot, user_file, options, outcome, job.over_limit)),
+        "truncated": dropped_records(dropped),
     }
     result = build_result(records, user_file, run)
     if result["error"] and slot.group and slot.group.pids_refused():
@@ -61,8 +76,9 @@ def job_result(slot: Slot, user_file: str, options: Options, outcome: JobOutcome
     return result
 
 
-def abnormal_end(slot: Slot, user_file: str, options: Options, outcome: JobOutcome) -> dict:
-    """The error for a job that ended without its `run_end` record."""
+def abnormal_end(slot: Slot, user_file: str, options: Options, outcome: JobOutcome,
+                 over_limit: str | None = None) -> dict:
+    """The error for a job that ended without its `run_end` record (or past a record limit)."""
     fault = read_capped(slot.path("fault.txt"), 1 << 20)
     lines = user_lines(fault, user_file)  # faulthandler lists the innermost frame first
     line = lines[0] if lines else None
@@ -79,6 +95,13 @@ def abnormal_end(slot: Slot, user_file: str, options: Options, outcome: JobOutco
         kind = ErrorKind.CPU_LIMIT
         message = (f"the script used more than the {options.cpu_s:g} s CPU-time limit (all its "
                    f"processes together){where}")
+    elif outcome.killed_for == "records":
+        setting = LIMITS[over_limit or "records_per_job"]
+        kind = ErrorKind.RECORD_LIMIT
+        amount = (f"{setting.value:,} records" if setting.unit == "records"
+                  else f"{setting.value / 2**20:g} MiB of records")
+        message = (f"the job wrote more than {amount} (the server's `{setting.name}` limit), "
+                   f"so it was stopped{where}; the stages captured before are shown")
     elif outcome.killed_for == "cancelled":
         kind, message = ErrorKind.CANCELLED, "the job was cancelled"
     elif outcome.killed_for == "worker":

@@ -9,15 +9,28 @@ Events, in order, each passed to `listener` as it happens: `{"type": "status", "
 stage of a compile id as its first record arrives (the stage registry says which record
 announces which stage). The partial result is built from the records so far, so a page can show
 every stage captured before the job ends.
+
+Records come from the job, so the job keeps at most `records_per_job` of them and
+`record_bytes_per_job` bytes (`compiler_core/limits.py`); past either, `over_limit` names the
+limit and the worker stops the job. A partial result is rebuilt at most every
+`REBUILD_FACTOR` times its last build's duration (and `MIN_REBUILD_S`), so polls never make the
+server rebuild a big result back to back.
 """
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 
+from ..limits import limit
 from ..options import Options
 from ..report.result import build_result
 from ..report.stages import RECORD_STAGE
+
+
+MIN_REBUILD_S = 0.25
+REBUILD_FACTOR = 3
 
 
 class Job:
@@ -33,6 +46,9 @@ class Job:
         self._records: list[dict] = []
         self._announced: set[tuple] = set()
         self._partial: tuple[int, dict] | None = None
+        self._rebuild_after = 0.0  # monotonic time before which the partial result stands
+        self._record_bytes = 0
+        self.over_limit: str | None = None  # the record limit the job went past, if any
         self._cancel = threading.Event()
         self._lock = threading.Lock()
 
@@ -47,21 +63,34 @@ class Job:
 
     @property
     def version(self) -> int:
-        """Grows with each record, and once more when the final result is set."""
-        return len(self._records) + (self.result is not None)
+        """Grows with the records the partial result reflects, and once more when the final
+        result is set."""
+        if self.result is not None:
+            return len(self._records) + 1
+        if self._partial is not None and time.monotonic() < self._rebuild_after:
+            return self._partial[0]
+        return len(self._records)
+
+    def records(self) -> list[dict]:
+        with self._lock:
+            return list(self._records)
 
     def partial_result(self) -> dict | None:
         """The final result, or while running one built from the records so far
         (`"partial": true`); None before the script started."""
         if self.result is not None or self.user_file is None:
             return self.result
-        with self._lock:
-            records = list(self._records)
-        # Built outside the lock, so the worker's thread keeps adding records meanwhile.
         cached = self._partial
+        if cached is not None and time.monotonic() < self._rebuild_after:
+            return cached[1]
+        records = self.records()
         if cached is None or cached[0] != len(records):
+            # Built outside the lock, so the worker's thread keeps adding records meanwhile.
+            started = time.monotonic()
             cached = (len(records), {**build_result(records, self.user_file), "partial": True})
+            took = time.monotonic() - started
             self._partial = cached
+            self._rebuild_after = time.monotonic() + max(MIN_REBUILD_S, REBUILD_FACTOR * took)
         return cached[1]
 
     # -- the worker's side
@@ -69,14 +98,25 @@ class Job:
         self.user_file = user_file
         self._emit({"type": "status", "status": "running"})
 
-    def add_record(self, record: dict) -> None:
+    def add_record(self, record: dict) -> bool:
+        """Keep one (valid) record; False, keeping nothing, once past a record limit."""
+        size = len(record["payload"] or "") + len(json.dumps(record["meta"], default=str))
         with self._lock:
+            if self.over_limit is None:
+                if len(self._records) >= limit("records_per_job"):
+                    self.over_limit = "records_per_job"
+                elif self._record_bytes + size > limit("record_bytes_per_job"):
+                    self.over_limit = "record_bytes_per_job"
+            if self.over_limit is not None:
+                return False
             self._records.append(record)
+            self._record_bytes += size
         stage = RECORD_STAGE.get(record["name"])
         if stage and (record["compile_id"], stage) not in self._announced:
             self._announced.add((record["compile_id"], stage))
             self._emit({"type": "stage", "stage": stage, "compile_id": record["compile_id"],
                         "t": record["t"]})
+        return True
 
     def finish(self, result: dict) -> None:
         self.result = result

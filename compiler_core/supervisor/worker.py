@@ -207,14 +207,18 @@ class Worker:
         if slot.group:
             slot.group.set_limits(options.memory_mb << 20, options.pids)
         outcome = JobOutcome()
-        started = self._supervise(slot, job, outcome,
+        tail = RecordTail(slot.path("records.jsonl"))
+        started = self._supervise(slot, job, outcome, tail,
                                   {"user_file": inner_file, "options": options.to_dict()})
         slot.kill(dump_traceback=False, sandboxed=self.sandboxed)  # anything left running
-        return job_result(slot, inner_file, options, outcome,
+        while job.over_limit is None and (batch := tail.new_records()):  # what is left
+            for record in batch:
+                job.add_record(record)
+        return job_result(slot, job, inner_file, outcome, tail.dropped,
                           time.monotonic() - (started or time.monotonic()))
 
-    def _supervise(self, slot: Slot, job: Job, outcome: JobOutcome, spec: dict) -> float | None:
-        tail = RecordTail(slot.path("records.jsonl"))
+    def _supervise(self, slot: Slot, job: Job, outcome: JobOutcome, tail: RecordTail,
+                   spec: dict) -> float | None:
         waiting_since, started = time.monotonic(), None
         while True:
             while not slot.events.empty():
@@ -248,6 +252,8 @@ class Worker:
         options = job.options
         if job.cancelled:
             return "cancelled"
+        if job.over_limit:
+            return "records"
         if started is None:
             return "worker" if time.monotonic() - waiting_since > STARTUP_TIMEOUT_S else None
         if time.monotonic() - started > options.timeout:

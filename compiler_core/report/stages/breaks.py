@@ -16,9 +16,9 @@ from .common import is_user_file, last_user_line
 # Not stages but run-level lists; their records are still announced live, under these names.
 PROGRESS = {"dynamo_graph_break_reason": "graph_break", "recompile_reasons": "recompile"}
 
-HEADER = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
+HEADER = "Graph break in user code at "
 REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)")
-FIELD = re.compile(r"^\s*(?P<key>Explanation|Hint|Developer debug context): (?P<value>.*)$", re.M)
+FIELDS = ("Explanation", "Hint", "Developer debug context")
 URL = re.compile(r"https://\S+")
 GB_CODE = re.compile(r"/gb/(?P<code>gb\d+)\.html")  # in the link PyTorch gives for its break
 FRAME_BLOCK = re.compile(r'(  File "([^"]+)", line \d+, in .*\n(?:    .*\n)*)')
@@ -34,22 +34,64 @@ def _user_traceback(text: str, user_file: str) -> str:
     return "".join(block for block, path in frames if is_user_file(path, user_file))
 
 
+# These parsers use string search, not regexes: they read text a script controls, and the
+# regexes `HEADER (.+):(\d+)` and `^\s*(Hint|...): ` backtracked quadratically on it (1 s for
+# 64 KB; a 126 KB upload froze the server for 26 s).
+def _header_at(line: str) -> tuple[str, int] | None:
+    """`(file, line)` of a "Graph break in user code at FILE:LINE" header starting `line`:
+    the last `:digits` of the line ends the file name."""
+    if not line.startswith(HEADER):
+        return None
+    rest = line[len(HEADER):]
+    colon = rest.rfind(":")
+    while colon > 0 and not rest[colon + 1:colon + 2].isdecimal():
+        colon = rest.rfind(":", 0, colon)
+    if colon <= 0:
+        return None
+    digits = rest[colon + 1:]
+    end = next((i for i, c in enumerate(digits) if not c.isdecimal()), len(digits))
+    return rest[:colon], int(digits[:end][:9] or 0)
+
+
+def _header(payload: str) -> tuple[str, int] | None:
+    """The first break header in the payload (it may follow other text on its line)."""
+    start = payload.find(HEADER)
+    while start >= 0:
+        end = payload.find("\n", start)
+        found = _header_at(payload[start:end if end >= 0 else len(payload)])
+        if found:
+            return found
+        start = payload.find(HEADER, start + 1)
+    return None
+
+
+def _fields(message: str) -> list[tuple[str, str]]:
+    """`(key, value)` of each "Explanation: ...", "Hint: ..." line, in order."""
+    found = []
+    for line in message.split("\n"):
+        stripped = line.lstrip()
+        key = next((k for k in FIELDS if stripped.startswith(k + ": ")), None)
+        if key:
+            found.append((key, stripped[len(key) + 2:].strip()))
+    return found
+
+
 def full_reason(message: str) -> str:
     """The reason as PyTorch states it, every line of it (explanation, hints, debug context,
     link), without the "Graph break in user code at" header (the break's `line` says where)."""
-    lines = [line for line in message.strip("\n").split("\n") if not HEADER.match(line)]
+    lines = [line for line in message.strip("\n").split("\n") if not _header_at(line)]
     return "\n".join(lines).replace("Graph Break Reason: ", "", 1).strip()
 
 
 def parse_break(payload: str, user_file: str) -> dict:
-    header = HEADER.search(payload)
+    header = _header(payload)
     user_traceback = _user_traceback(payload, user_file)
     line = None
-    if header and is_user_file(header["file"], user_file):
-        line = int(header["line"])
+    if header and is_user_file(header[0], user_file):
+        line = header[1]
     line = line or last_user_line(user_traceback, user_file)
     message = payload.split("User code traceback:", 1)[0]
-    fields = [(m["key"], m["value"].strip()) for m in FIELD.finditer(message)]
+    fields = _fields(message)
     reason = REASON.search(message)
     blocks = message.split("\n\n")
     title = blocks[1].strip().split("\n")[0] if len(blocks) > 1 else ""

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 
-# FX codegen writes `# File: /path/x.py:14 in f, code: y = ...` above the nodes of each line.
-FX_FILE_COMMENT = re.compile(r"#\s*File: (?P<file>.+?):(?P<line>\d+) in ")
 TRACEBACK_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
 
@@ -49,13 +47,42 @@ def is_user_file(path: str, user_file: str) -> bool:
     return bool(path) and (path == user_file or user_file.endswith(path.lstrip(".")))
 
 
+def _fx_file_start(line: str) -> int | None:
+    """Where the path starts in the line's first `#  File: ` comment."""
+    hash_at = line.find("#")
+    while hash_at >= 0:
+        start = hash_at + 1
+        while start < len(line) and line[start].isspace():
+            start += 1
+        if line.startswith("File: ", start):
+            return start + len("File: ")
+        hash_at = line.find("#", hash_at + 1)
+    return None
+
+
+def fx_file_comment(line: str) -> tuple[str, int] | None:
+    """`(file, line)` of the `# File: /path/x.py:14 in f, code: ...` comment FX codegen writes
+    above the nodes of each user line: the path ends at the first `:digits in `. String search,
+    linear on any line (the regex `#\\s*File: (.+?):(\\d+) in ` was quadratic)."""
+    start = _fx_file_start(line)
+    colon = line.find(":", start + 1) if start is not None else -1
+    while colon >= 0:
+        end = colon + 1
+        while end < len(line) and line[end].isdecimal():
+            end += 1
+        if end > colon + 1 and line.startswith(" in ", end):
+            return line[start:colon], int(line[colon + 1:end][:9])
+        colon = line.find(":", colon + 1)
+    return None
+
+
 def fx_src_lines(text: str, user_file: str) -> list[int | None]:
     """For FX code: each line inherits the user line of the `# File:` comment above it."""
     current, out = None, []
     for line in text.split("\n"):
-        match = FX_FILE_COMMENT.search(line)
-        if match:
-            current = int(match["line"]) if is_user_file(match["file"], user_file) else None
+        found = fx_file_comment(line)
+        if found:
+            current = found[1] if is_user_file(found[0], user_file) else None
         elif not line.strip():
             current = None
         out.append(current)
