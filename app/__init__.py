@@ -14,6 +14,10 @@
 - TRACE_MAX_BYTES (64 MiB): the most a TORCH_TRACE log upload may send (app/reports.py);
 - THREADS (48, the server's): with STREAM_RESERVE (8) and STREAMS_PER_CLIENT (4), the caps on
   open event streams (app/streams.py): THREADS - STREAM_RESERVE in all;
+- HEAVY_PER_CLIENT (2): a client's expensive requests at once (graph layouts, reports); all
+  clients together STREAM_RESERVE // 2, so half the threads kept free of streams stay free;
+- GRAPH_CACHE_BYTES, REPORT_CACHE_BYTES (64 MiB each): the caches of laid-out graph views and
+  built reports (app/graphview.py, app/reports.py);
 - WARM_FIRST_LESSON (True): once ready, run the first lesson unless its result is stored, so
   a first visit (which opens on it) is answered from the store.
 
@@ -30,9 +34,10 @@ from flask import Flask
 from compiler_core import PAGE_ASSETS, Broker, Worker, list_lessons
 
 from . import api, auth, errors, http, pages, reports
+from .http import BodyCache
 from .manager import JobManager
 from .store import Store
-from .streams import StreamLimiter
+from .streams import Limiter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,13 +49,20 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
         DATA_DIR=os.environ.get("TORCHBOLT_DATA", os.path.join(ROOT, "var")),
         WORKERS=1, SANDBOX=None, BROKER=None, TOKEN=None, JOBS_PER_CLIENT=2, MAX_TIMEOUT=120.0,
         THREADS=48, STREAM_RESERVE=8, STREAMS_PER_CLIENT=4, WARM_FIRST_LESSON=True,
-        MAX_CONTENT_LENGTH=1024 * 1024, TRACE_MAX_BYTES=64 * 1024 * 1024,
+        MAX_CONTENT_LENGTH=1024 * 1024, TRACE_MAX_BYTES=64 * 1024 * 1024, HEAVY_PER_CLIENT=2,
+        GRAPH_CACHE_BYTES=64 * 1024 * 1024, REPORT_CACHE_BYTES=64 * 1024 * 1024,
     )
     app.config.update(test_config or {})
     app.json.sort_keys = False
     app.extensions["torchbolt.jobs"] = _manager(app.config, workers).start()
-    app.extensions["torchbolt.streams"] = StreamLimiter(
-        app.config["STREAMS_PER_CLIENT"], app.config["THREADS"] - app.config["STREAM_RESERVE"])
+    config = app.config
+    app.extensions["torchbolt.streams"] = Limiter(
+        config["STREAMS_PER_CLIENT"], config["THREADS"] - config["STREAM_RESERVE"])
+    app.extensions["torchbolt.heavy"] = Limiter(
+        config["HEAVY_PER_CLIENT"], max(1, config["STREAM_RESERVE"] // 2),
+        "graph layouts or reports being built", "wait for one, then ask again")
+    app.extensions["torchbolt.graph_cache"] = BodyCache(config["GRAPH_CACHE_BYTES"])
+    app.extensions["torchbolt.report_cache"] = BodyCache(config["REPORT_CACHE_BYTES"])
     auth.register(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)

@@ -13,25 +13,25 @@ Job ids are handles: each submit gets its own, identical submits share one run a
     GET  /api/results/KEY/graph?compile=0/0&stage=dynamo_graph[&collapse=auto|off|N][&expand=[ids]]
     GET  /api/gallery, /api/gallery/SLUG, /api/status
     GET  /api/catalogue             -> stages, options, error kinds, gallery (what the page shows)
+
+Everything a client sends is parsed before anything is held for it (app/validate.py): a bad
+header, query or body is a 4xx, never a 500 and never a leaked stream slot.
 """
 
 from __future__ import annotations
-
-import json
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from compiler_core import catalogue, get_example, list_examples
 
 from .errors import ApiError
-from .graphview import graph_view, parse_collapse, parse_expand
+from .graphview import GraphRequest, cached_view, laid_out, parse_collapse, parse_expand
 from .store import is_key
+from .streams import Slot, event_stream
 from .transport import job_index, stage_answer
-from .validate import parse_compile_request, parse_environment
+from .validate import parse_compile_request, parse_last_event_id
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-
-HEARTBEAT_S = 15
 
 
 def manager():
@@ -44,6 +44,12 @@ def client_id() -> str:
     return request.remote_addr or "unknown"
 
 
+def expensive_slot() -> Slot:
+    """One of this client's few slots for a request that may take seconds (a graph layout, a
+    report): a 429 with Retry-After over the caps (app/streams.py)."""
+    return current_app.extensions["torchbolt.heavy"].acquire(client_id())
+
+
 def find_job(job_id: str):
     job = manager().get(job_id)
     if job is None:
@@ -54,8 +60,8 @@ def find_job(job_id: str):
 @bp.post("/compile")
 def compile_source():
     """Queue a compile, or answer from the store when the same code ran before."""
-    source, options = parse_compile_request()
-    job = manager().submit(source, options, client_id(), parse_environment())
+    source, options, environment = parse_compile_request()
+    job = manager().submit(source, options, client_id(), environment)
     return jsonify({"ok": True, "job": job.id, "key": job.key, "status": job.status,
                     "cached": job.cached}), 202
 
@@ -87,29 +93,9 @@ def job_events(job_id: str):
     """Server-sent events until `done`; resumes after `Last-Event-ID` on reconnect. Refused
     with a 429 over the open-stream caps (app/streams.py): the client then polls."""
     job = find_job(job_id)
+    start = parse_last_event_id(request.headers.get("Last-Event-ID"))  # before a slot is held
     slot = current_app.extensions["torchbolt.streams"].acquire(client_id())
-    last = request.headers.get("Last-Event-ID", "-1")
-    start = int(last) if last.lstrip("-").isdigit() else -1
-
-    def stream():
-        index = start
-        try:
-            yield "retry: 1000\n\n"
-            while True:
-                batch = job.events_after(index, HEARTBEAT_S)
-                if not batch:
-                    if job.is_finished:
-                        return
-                    yield ": keep-alive\n\n"
-                for event in batch:
-                    index += 1
-                    yield f"id: {index}\nevent: {event['type']}\ndata: {json.dumps(event)}\n\n"
-                    if event["type"] == "done":
-                        return
-        finally:
-            slot.release()
-
-    response = Response(stream(), mimetype="text/event-stream",
+    response = Response(event_stream(job, start, slot), mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     response.call_on_close(slot.release)  # also when the stream never started
     return response
@@ -136,17 +122,18 @@ def result_stage(key: str):
 
 @bp.get("/results/<key>/graph")
 def result_graph(key: str):
-    """Nodes, edges and layout of one graph stage of one compile."""
-    found = manager().result_for(key) if is_key(key) else None
-    if found is None:
+    """Nodes, edges and layout of one graph stage of one compile; cached (app/graphview.py)."""
+    if not is_key(key):
         raise ApiError(404, "no result under this key")
-    compile_id, stage = request.args.get("compile", ""), request.args.get("stage", "")
-    compiled = next((c for c in found["compiles"] if c["id"] == compile_id), None)
-    if compiled is None or stage not in compiled["stages"]:
-        raise ApiError(404, f"compile {compile_id!r} has no stage {stage!r}")
-    return jsonify(graph_view(compiled, stage, found,
-                              parse_collapse(request.args.get("collapse", "auto")),
-                              parse_expand(request.args.get("expand"))))
+    expand = parse_expand(request.args.get("expand"))
+    wanted = GraphRequest(key, request.args.get("compile", ""), request.args.get("stage", ""),
+                          parse_collapse(request.args.get("collapse", "auto")),
+                          None if expand is None else tuple(expand))
+    body = cached_view(wanted)
+    if body is None:
+        with expensive_slot():
+            body = laid_out(wanted, manager().result_for(key))
+    return Response(body, mimetype="application/json")
 
 
 @bp.get("/gallery")

@@ -1,20 +1,36 @@
 """The graph view of one stage as the API serves it: the layout is the engine's `graph_view`
 (static reports embed the same); `collapse` is "auto", "off" or a module depth, `expand` a JSON
-list of the group ids to show open."""
+list of the group ids to show open.
+
+A layout costs up to the `layout_seconds` limit (Graphviz `dot` on a dense graph), so answers
+are cached, as JSON, per (result key, compile, stage, collapse, expand) in a bounded LRU, for
+final results only (a running job's partial result still grows, and a transient failure is run
+again under the same key). A layout the cache cannot answer holds one of the client's few
+expensive-request slots (`app/streams.py`). Any result may be forged: a graph that cannot be
+shown is a 422 of that result, a view over `graph_nodes_laid_out` items a 413; never a 500.
+"""
 
 from __future__ import annotations
 
-import json
+import re
+from typing import NamedTuple
 
+from flask import current_app
+
+from compiler_core import ErrorKind, GraphTooLarge, MalformedResult
 from compiler_core import graph_view as engine_graph_view
 
 from .errors import ApiError
+from .validate import loads_bounded
+
+COLLAPSE_DEPTH = re.compile(r"[1-9][0-9]?")  # ASCII digits only: '²'.isdigit() is True
+MAX_EXPAND_CHARS = 64 * 1024
 
 
 def parse_collapse(text: str) -> str | int:
     if text in ("auto", "off"):
         return text
-    if text.isdigit() and 0 < int(text) < 100:
+    if COLLAPSE_DEPTH.fullmatch(text):
         return int(text)
     raise ApiError(400, "collapse must be 'auto', 'off' or a module depth from 1 to 99")
 
@@ -22,18 +38,64 @@ def parse_collapse(text: str) -> str | int:
 def parse_expand(text: str | None) -> list[str] | None:
     if text is None:
         return None
-    try:
-        ids = json.loads(text)
-    except ValueError:
-        ids = None
+    ids = loads_bounded(text, "expand", MAX_EXPAND_CHARS)
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise ApiError(400, "expand must be a JSON list of group ids")
     return ids
+
+
+def find_compile(result, compile_id: str) -> dict | None:
+    """The compile of that id in a result that may be forged (a 422 when it has no compiles)."""
+    compiles = result.get("compiles") if isinstance(result, dict) else None
+    if not isinstance(compiles, list):
+        raise ApiError(422, "this result is malformed: it has no list of compiles")
+    return next((c for c in compiles if isinstance(c, dict) and c.get("id") == compile_id), None)
+
+
+def is_final(result) -> bool:
+    """A result that will never change under its key: finished, and not to be run again."""
+    error = result.get("error") if isinstance(result, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    return (isinstance(result, dict) and not result.get("partial")
+            and not (isinstance(kind, str) and ErrorKind.is_transient(kind)))
 
 
 def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "auto",
                expand: list[str] | None = None) -> dict:
     try:
         return {"ok": True, **engine_graph_view(compiled, stage, result, collapse, expand)}
+    except MalformedResult as exc:
+        raise ApiError(422, f"this result's graph cannot be shown: {exc}") from None
+    except GraphTooLarge as exc:
+        raise ApiError(413, str(exc)) from None
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
+
+
+class GraphRequest(NamedTuple):
+    """What a view is cached by."""
+    key: str
+    compile_id: str
+    stage: str
+    collapse: str | int
+    expand: tuple[str, ...] | None
+
+
+def cached_view(wanted: GraphRequest) -> bytes | None:
+    return current_app.extensions["torchbolt.graph_cache"].get(wanted)
+
+
+def laid_out(wanted: GraphRequest, result) -> bytes:
+    """The view's JSON, laid out now; kept in the cache when the result is final."""
+    if result is None:
+        raise ApiError(404, "no result under this key")
+    compiled = find_compile(result, wanted.compile_id)
+    stages = compiled.get("stages") if compiled is not None else None
+    if not isinstance(stages, dict) or wanted.stage not in stages:
+        raise ApiError(404, f"compile {wanted.compile_id!r} has no stage {wanted.stage!r}")
+    view = graph_view(compiled, wanted.stage, result, wanted.collapse,
+                      None if wanted.expand is None else list(wanted.expand))
+    body = current_app.json.dumps(view, separators=(",", ":")).encode("utf-8")
+    if is_final(result):
+        current_app.extensions["torchbolt.graph_cache"].put(wanted, body)
+    return body

@@ -1,4 +1,5 @@
-"""Response hooks: security headers on every response, gzip where the client accepts it.
+"""Response hooks: security headers on every response, gzip where the client accepts it; and
+`BodyCache`, the bounded cache of expensive response bodies (graph layouts, reports).
 
 The content security policy forbids inline scripts and event handlers, so even a missed escape
 cannot run injected markup. `unsafe-eval` is needed by plotly's WebGL traces (regl compiles its
@@ -9,6 +10,8 @@ draw calls with `new Function`). Gzip matters on a meetup's Wi-Fi: results and p
 from __future__ import annotations
 
 import gzip
+import threading
+from collections import OrderedDict
 
 from flask import Flask, Response, request
 
@@ -39,6 +42,31 @@ def _gzip(response: Response) -> None:
     response.set_data(body)
     response.headers["Content-Encoding"] = "gzip"
     response.headers["Vary"] = "Accept-Encoding"
+
+
+class BodyCache:
+    """Response bodies kept for reuse: least recently used out first, `max_bytes` in all."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes, self.size = max_bytes, 0
+        self._bodies: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key) -> bytes | None:
+        with self._lock:
+            body = self._bodies.get(key)
+            if body is not None:
+                self._bodies.move_to_end(key)
+            return body
+
+    def put(self, key, body: bytes) -> None:
+        if len(body) > self.max_bytes:
+            return
+        with self._lock:
+            self.size += len(body) - len(self._bodies.pop(key, b""))
+            self._bodies[key] = body
+            while self.size > self.max_bytes:
+                self.size -= len(self._bodies.popitem(last=False)[1])
 
 
 def register(app: Flask) -> None:

@@ -17,10 +17,12 @@ import json
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from compiler_core import engine_version, placeholder_source, report_html, trace_result
+from compiler_core import (MalformedResult, engine_version, placeholder_source, report_html,
+                           trace_result)
 
-from .api import manager, stored
+from .api import expensive_slot, manager, stored
 from .errors import ApiError
+from .graphview import is_final
 from .store import KEY_CHARS
 
 bp = Blueprint("reports", __name__, url_prefix="/api")
@@ -29,11 +31,26 @@ MAX_FILES = 64
 
 @bp.get("/results/<key>/report.html")
 def report(key: str):
-    """A stored result as a report file to download (no recompile)."""
-    entry = stored(key)
-    html = report_html(entry["source"], entry["options"], entry["result"])
+    """A stored result as a report file to download (no recompile). Built once per key, under
+    an expensive-request slot (its graphs may take the `layout_seconds` limit to lay out), and
+    kept in a cache bounded by bytes while the result is final."""
+    cache = current_app.extensions["torchbolt.report_cache"]
+    html = cache.get(key)
+    if html is None:
+        with expensive_slot():
+            entry = stored(key)
+            html = built_report(entry)
+            if is_final(entry["result"]):
+                cache.put(key, html)
     return Response(html, mimetype="text/html", headers={
         "Content-Disposition": f'attachment; filename="torchbolt-{key}.html"'})
+
+
+def built_report(entry: dict) -> bytes:
+    try:
+        return report_html(entry["source"], entry["options"], entry["result"]).encode("utf-8")
+    except MalformedResult as exc:
+        raise ApiError(422, f"this result cannot be made a report: {exc}") from None
 
 
 @bp.post("/trace")

@@ -1,22 +1,30 @@
-"""Caps on open event streams, so they can never take every server thread.
+"""Caps on requests that hold a server thread for long: event streams and expensive answers.
 
-waitress serves requests from a fixed pool of threads and each open SSE stream holds one for as
-long as it is open. A client may hold `per_client` streams and all clients together `total`
-(the server's threads less a reserve), so ordinary requests always find a free thread. Over a
-cap the stream is refused at once with a 429; the page then polls the job instead. (An idle
-connection holds no thread; `app/serving.py` lets waitress keep many of them.)
+waitress serves requests from a fixed pool of threads. Each open SSE stream holds one for as
+long as it is open; a graph layout or a report build holds one for up to the `layout_seconds`
+limit. A client may hold `per_client` of each kind and all clients together `total`, so ordinary
+requests always find a free thread. Over a cap the request is refused at once with a 429 and a
+Retry-After; the page then polls the job instead of streaming. (An idle connection holds no
+thread; `app/serving.py` lets waitress keep many of them.)
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from collections import Counter
 
 from .errors import ApiError
 
+HEARTBEAT_S = 15
+log = logging.getLogger(__name__)  # a child of the Flask app's logger ("app")
 
-class StreamSlot:
-    def __init__(self, limiter: "StreamLimiter", client: str):
+
+class Slot:
+    """One held place under a `Limiter`; released once, however often `release` is called."""
+
+    def __init__(self, limiter: "Limiter", client: str):
         self._limiter, self._client, self._held = limiter, client, True
 
     def release(self) -> None:
@@ -27,24 +35,31 @@ class StreamSlot:
                 if not self._limiter.open[self._client]:
                     del self._limiter.open[self._client]
 
+    def __enter__(self) -> "Slot":
+        return self
 
-class StreamLimiter:
-    def __init__(self, per_client: int, total: int):
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+class Limiter:
+    def __init__(self, per_client: int, total: int, what: str = "open event streams",
+                 instead: str = "poll GET /api/jobs/ID instead"):
         self.per_client, self.total = per_client, max(0, total)
+        self.what, self.instead = what, instead
         self.open: Counter = Counter()
         self.lock = threading.Lock()
 
-    def acquire(self, client: str) -> StreamSlot:
-        """A slot for one stream, or a 429 ApiError; release the slot when the stream ends."""
+    def acquire(self, client: str) -> Slot:
+        """A slot, or a 429 ApiError; release the slot when the work ends."""
         with self.lock:
             if self.open[client] >= self.per_client:
-                refuse(f"this client already has {self.per_client} open event streams "
-                       "(the limit per client); poll GET /api/jobs/ID instead")
+                refuse(f"this client already has {self.per_client} {self.what} (the limit per "
+                       f"client); {self.instead}")
             if sum(self.open.values()) >= self.total:
-                refuse(f"the server has {self.total} open event streams, its limit; "
-                       "poll GET /api/jobs/ID instead")
+                refuse(f"the server has {self.total} {self.what}, its limit; {self.instead}")
             self.open[client] += 1
-            return StreamSlot(self, client)
+            return Slot(self, client)
 
     def count(self, client: str | None = None) -> int:
         with self.lock:
@@ -53,3 +68,27 @@ class StreamLimiter:
 
 def refuse(message: str) -> None:
     raise ApiError(429, message, headers={"Retry-After": "5"})
+
+
+def event_stream(job, start: int, slot: Slot):
+    """The job's events numbered after `start` as SSE, a keep-alive comment while none comes,
+    until `done`. Releases the slot when it ends; an unexpected error ends the stream (its
+    headers are sent: it can no longer become an error response) and is logged."""
+    index = start
+    try:
+        yield "retry: 1000\n\n"
+        while True:
+            batch = job.events_after(index, HEARTBEAT_S)
+            if not batch:
+                if job.is_finished:
+                    return
+                yield ": keep-alive\n\n"
+            for event in batch:
+                index += 1
+                yield f"id: {index}\nevent: {event['type']}\ndata: {json.dumps(event)}\n\n"
+                if event["type"] == "done":
+                    return
+    except Exception:  # the safety net of a response whose headers are sent
+        log.exception("the event stream of job %s failed", job.id)
+    finally:
+        slot.release()

@@ -1,13 +1,21 @@
-"""What POST /api/compile accepts: a non-empty source of valid text and the user's options.
+"""What requests may carry: POST /api/compile's body, JSON anywhere, `Last-Event-ID`.
 
 The engine checks option values; this checks what only the web side knows: which options a
 user may choose and their JSON types (both from the option specs in the engine's catalogue),
 the server's time limit cap (`MAX_TIMEOUT`, default 120 s, raised with `python -m app
 --max-timeout S`), and that the source can be written as UTF-8 (JSON may carry lone
 surrogates such as "\\ud800", which no file can hold).
+
+Everything here is a 400 (or 413) naming what is wrong, never an exception: JSON is parsed
+only after its size and nesting are checked (the json module recurses once per level, so a
+body of 100,000 `[` would raise RecursionError), and numbers are read from ASCII digits only
+(`'²'.isdigit()` is True, but `int('²')` fails).
 """
 
 from __future__ import annotations
+
+import json
+import re
 
 from flask import current_app, request
 
@@ -16,8 +24,14 @@ from compiler_core import Options, OptionsError, catalogue
 from .errors import ApiError
 
 MAX_SOURCE_CHARS = 100_000
+MAX_BODY_CHARS = 1024 * 1024  # when the app sets no MAX_CONTENT_LENGTH
 MAX_TIMEOUT_S = 120.0
 JSON_TYPES = {"choice": str, "bool": bool, "number": (int, float)}
+MAX_JSON_DEPTH = 20  # the API's JSON nests 2 deep; a parse recurses once per level
+# A JSON string, or an unterminated one up to the end; possessive, so linear on any text.
+JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)')
+JSON_BRACKET = re.compile(r"[\[\]{}]")
+LAST_EVENT_ID = re.compile(r"[0-9]{1,9}")  # ASCII digits; ids count a job's events
 USER_OPTIONS = {option["name"]: JSON_TYPES[option["kind"]] for option in catalogue()["options"]}
 
 
@@ -53,16 +67,63 @@ def check_text(source: str) -> None:
                             "cannot encode") from None
 
 
-def parse_environment() -> str | None:
+def too_deep(text: str, most: int) -> bool:
+    """Whether the arrays and objects of a JSON text nest deeper than `most` (brackets inside
+    strings aside); stops at the first bracket too deep."""
+    depth = 0
+    for bracket in JSON_BRACKET.finditer(JSON_STRING.sub("", text)):
+        depth += 1 if bracket[0] in "[{" else -1
+        if depth > most:
+            return True
+    return False
+
+
+def loads_bounded(text: str | bytes, what: str, max_chars: int):
+    """Parsed JSON, or a 400 naming `what` when it is too long, too deep or not JSON."""
+    try:
+        text = text.decode("utf-8") if isinstance(text, bytes) else text
+    except UnicodeDecodeError:
+        raise ApiError(400, f"{what} is not UTF-8 text") from None
+    if len(text) > max_chars:
+        raise ApiError(413, f"{what} has {len(text):,} characters; the limit is {max_chars:,}")
+    if too_deep(text, MAX_JSON_DEPTH):
+        raise ApiError(400, f"{what} nests deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ApiError(400, f"{what} is not valid JSON ({exc})") from None
+
+
+def json_body():
+    """The request's JSON body, or None when it is not sent as JSON. Werkzeug stops a body over
+    MAX_CONTENT_LENGTH with a 413 before it is read."""
+    if not request.is_json:
+        return None
+    return loads_bounded(request.get_data(cache=True), "the JSON body",
+                         current_app.config["MAX_CONTENT_LENGTH"] or MAX_BODY_CHARS)
+
+
+def parse_last_event_id(header: str | None) -> int:
+    """The last event a reconnecting client saw (-1: none); a 400 unless 0 to 999,999,999."""
+    if header is None or header == "":
+        return -1
+    if not LAST_EVENT_ID.fullmatch(header):
+        raise ApiError(400, "Last-Event-ID must be an event id this server sent (ASCII digits, "
+                            "at most 9)")
+    return int(header)
+
+
+def parse_environment(body: dict) -> str | None:
     """The submit's `environment` (an id from GET /api/status), or None for the default."""
-    chosen = (request.get_json(silent=True) or {}).get("environment")
+    chosen = body.get("environment")
     if chosen is not None and not isinstance(chosen, str):
         raise ApiError(400, "'environment' must be an id from GET /api/status")
     return chosen
 
 
-def parse_compile_request() -> tuple[str, Options]:
-    body = request.get_json(silent=True)
+def parse_compile_request() -> tuple[str, Options, str | None]:
+    """(source, options, environment) of a POST /api/compile body."""
+    body = json_body()
     if not isinstance(body, dict):
         raise ApiError(400, "send a JSON object: {\"source\": \"...\", \"options\": {...}}")
     source = body.get("source")
@@ -72,4 +133,4 @@ def parse_compile_request() -> tuple[str, Options]:
         raise ApiError(413, f"the source has {len(source):,} characters; the limit is "
                             f"{MAX_SOURCE_CHARS:,}")
     check_text(source)
-    return source, parse_options(body.get("options", {}))
+    return source, parse_options(body.get("options", {})), parse_environment(body)
