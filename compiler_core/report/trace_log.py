@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .records import valid_record
 from .result import build_result
 
 # Structured-trace names we keep; everything else (chromium events, tensor descriptions) is noise.
@@ -37,7 +38,7 @@ TRACE_ARTIFACTS = {
 }
 # `V1201 00:34:17.201000 20905 site-packages/torch/_dynamo/convert_frame.py:303] {...}`
 ENTRY = re.compile(r"^[VIWEC](?P<time>\d{4} \d\d:\d\d:\d\d\.\d{6}) \d+ [^\]]*:\d+\] (?P<json>\{.*)$")
-RANK_IN_NAME = re.compile(r"rank_(\d+)_")
+RANK_IN_NAME = re.compile(r"rank_(\d{1,6})_")
 
 
 class TraceConverter:
@@ -102,7 +103,7 @@ def _entries(text: str):
         match = ENTRY.match(line)
         try:
             metadata = json.loads(match["json"]) if match else None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
             metadata = None
         if isinstance(metadata, dict):
             head = (match["time"], metadata)
@@ -134,14 +135,17 @@ def parse_log(name: str, text: str) -> TraceLog:
         except (TypeError, ValueError, AttributeError, KeyError, IndexError):
             log.skipped_lines += 1  # an entry of a shape no torch writes
             continue
+        record = record and valid_record({**record, "t": round(_seconds(stamp) - start, 4)})
         if record is not None:
-            log.records.append({**record, "t": round(_seconds(stamp) - start, 4)})
+            log.records.append(record)
     return log
 
 
 def _read_entry(log: TraceLog, converter: TraceConverter, metadata: dict,
                 payload: str | None) -> dict | None:
-    kind = next(k for k in metadata if k not in _CONTEXT_KEYS)
+    kind = next((k for k in metadata if k not in _CONTEXT_KEYS), None)
+    if kind is None:
+        raise ValueError("an entry with no event in it")
     artifact = metadata["artifact"]["name"] if kind == "artifact" else None
     log.entries[artifact or kind] += 1
     if artifact == "torch_version":
@@ -163,8 +167,10 @@ def user_file_of(records: list[dict]) -> str:
     """The script the log is about: the file of most compiled frames (innermost frame of each
     `dynamo_start`), so that stages map lines back to it as they do for a pasted script."""
     files = Counter(r["meta"]["stack"][-1].get("filename") for r in records
-                    if r["name"] == "dynamo_start" and r["meta"].get("stack"))
-    return files.most_common(1)[0][0] if files else ""
+                    if r["name"] == "dynamo_start" and isinstance(r["meta"].get("stack"), list)
+                    and r["meta"]["stack"] and isinstance(r["meta"]["stack"][-1], dict))
+    found = files.most_common(1)[0][0] if files else ""
+    return found if isinstance(found, str) else ""
 
 
 def trace_result(files: dict[str, str], rank: int | None = None) -> dict:
@@ -202,3 +208,29 @@ def placeholder_source(result: dict, hint: str) -> str:
     """What the editor shows for a log, whose script's source the log does not hold."""
     return (f"# No source: this is the TORCH_TRACE log {result['environment']['trace_log']}\n"
             f"# of {result['user_file'] or 'a script'}. {hint}\n")
+
+
+def main() -> None:
+    """`python -m compiler_core.report.trace_log`: the server reads an upload in a process of
+    its own (`compiler_core/supervisor/uploads.py`). stdin: `{"folder", "names": {file: shown
+    name}}`; stdout: the result's stored form; exit 3 with the reason on stderr when the files
+    hold no trace."""
+    import os
+    import sys
+
+    from .stored import compress_result
+    request = json.load(sys.stdin)
+    files = {}
+    for file, shown in request["names"].items():
+        with open(os.path.join(request["folder"], file), "rb") as fh:
+            files[shown] = fh.read().decode("utf-8", errors="replace")
+    try:
+        result = trace_result(files)
+    except ValueError as exc:
+        sys.stderr.write(str(exc)[:2000])
+        sys.exit(3)
+    sys.stdout.buffer.write(compress_result(result))
+
+
+if __name__ == "__main__":
+    main()
