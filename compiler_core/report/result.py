@@ -16,6 +16,7 @@ from .calls import calls
 from .callsite import frame_of, user_line
 from . import names
 from .census import census
+from .conform import conform
 from .stages import EXTRACTORS, export, torchscript, triton_ir
 from .stages.breaks import graph_breaks, recompiles
 from .stages.guards import with_failed_guards
@@ -202,4 +203,5 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
         "truncated": truncated,
     }
     part("stage_text_chars", lambda: cut_stage_texts(result, truncated), None)
+    part("schema", lambda: conform(result), None)
     return result
