@@ -1,5 +1,5 @@
 """Serving benchmark: `python bench/serving_bench.py [--out bench/results/serving_cpu.json]
-[--users 50] [--hostile 5] [--repeats 5]`.
+[--users 50] [--hostile 5] [--repeats 5] [--mix-hostile 10]`.
 
 (A) A meetup room: a real server in this process (`create_app` with one default, i.e. sandboxed,
     worker behind waitress from `app.serving.make_server`, 127.0.0.1, any free port). All users
@@ -11,6 +11,13 @@
     Reported: benign users whose job did not end `done` with `error: null` (goal 0), each
     hostile outcome, p50/p95/max of submit -> done for benign users, the whole storm's wall time,
     and GET /api/status latency measured every second during the storm.
+(C) A hostile mix (issue 23): the same room twice, first with no hostile user, then with
+    `--mix-hostile` (default 10): the five above plus five at the server's trust boundary: forged
+    guard and graph-break text that backtracked the server's parsers, a flood of tiny records, a
+    job of malformed records (no meta, forged nodes, a 15 MB note), an upload of hostile
+    TORCH_TRACE text, and event streams with bad `Last-Event-ID`s (which leaked stream slots).
+    Reported: benign errors (goal 0) and the benign p95 beside the quiet room's (goal: unchanged
+    within noise), each hostile outcome, /api/status latency (goal: under 1 s throughout).
 (B) Sandbox on vs off on warm engines (no HTTP): `Worker(sandbox=True)` and `Worker(sandbox=False)`,
     runs interleaved, `--repeats` each: submit -> first `dynamo_output_graph` record of the
     gallery's print_graph_break (goal <= 0.3 s with the sandbox on), and the full result of
@@ -57,6 +64,28 @@ HOSTILE = {
 }
 
 
+# A job that writes records of its own into its records file (it holds the descriptor).
+FORGE = ("import json, os\ndef _link(fd):\n    try:\n        return os.readlink(f'/proc/self/fd/{fd}')"
+         "\n    except OSError:\n        return ''\nRECORDS = next(int(fd) for fd in os.listdir("
+         "'/proc/self/fd') if _link(fd).endswith('records.jsonl'))\ndef forge(name, payload=None, "
+         "cid='0/0', **meta):\n    os.write(RECORDS, json.dumps({'name': name, 'compile_id': cid, "
+         "'meta': meta, 'payload': payload}).encode() + b'\\n')\nimport torch\n"
+         "torch.compile(lambda x: x + 1)(torch.ones(2))\n")
+BOUNDARY = {
+    "forged_parser_text": (FORGE + "forge('dynamo_cpp_guards_str', '+- GuardManager: ' + 'source=' * "
+                           "200000)\nforge('dynamo_graph_break_reason', 'Graph break in user code "
+                           "at ' * 40000 + ' \\n' * 200000)\n", None),
+    "record_flood": (FORGE + "line = json.dumps({'name': 'x', 'meta': {}}).encode() + b'\\n'\n"
+                     "for _ in range(400):\n    os.write(RECORDS, line * 1000)\n", "RecordLimit"),
+    "malformed_records": (FORGE + "forge('error', None, None)\nforge('fx_nodes', nodes=[{'name': 3}, "
+                          "'x'])\nforge('note', None, None, text='n' * (15 << 20))\n", None),
+    "hostile_upload": ("upload", None),
+    "event_stream_ids": ("streams", None),
+}
+TRACE_HEAD = 'V1201 00:00:00.000000 1 x.py:1] {"artifact": {"name": "dynamo_graph_break_reason"' \
+             ', "encoding": "string"}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0}\n'
+
+
 def median(values: list[float]) -> float | None:
     return round(statistics.median(values), 4) if values else None
 
@@ -75,16 +104,59 @@ def request(conn: http.client.HTTPConnection, method: str, path: str, body=None)
 
 
 def user_scripts(users: int, hostile: int) -> list[tuple[str, str, dict, str | None]]:
-    """(kind, source, options, expected error) per user; hostile users spread over the room."""
+    """(kind, source, options, expected error) per user; hostile users spread over the room:
+    the sandbox's attacks first, then the trust boundary's."""
     attackers = {int((k + 0.5) * users / hostile): k for k in range(hostile)} if hostile else {}
     out, quick = [], {"device": "cpu", "measure": False}
+    attacks = list({**HOSTILE, **BOUNDARY}.items())
     for i in range(users):
         if i in attackers:
-            name, (source, expected) = list(HOSTILE.items())[attackers[i]]
+            name, (source, expected) = attacks[attackers[i]]
             out.append((name, source, {**quick, "timeout": 5}, expected))
         else:
             out.append(("benign", BENIGN.format(op=OPS[i % len(OPS)].format(i=i + 1)), quick, None))
     return out
+
+
+def upload_hostile_trace(conn: http.client.HTTPConnection) -> tuple[int, dict]:
+    """POST /api/trace with 1.3 MB of text that backtracked the break parser for minutes."""
+    text = TRACE_HEAD + "\t" + "Graph break in user code at " * 40000 + "\n" + "\t \n" * 100000
+    edge = "torchbolt-bench"
+    body = (f'--{edge}\r\nContent-Disposition: form-data; name="log"; filename="h.log"\r\n'
+            f"Content-Type: text/plain\r\n\r\n{text}\r\n--{edge}--\r\n").encode()
+    conn.request("POST", "/api/trace", body=body,
+                 headers={"Content-Type": f"multipart/form-data; boundary={edge}"})
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def bad_event_ids(conn: http.client.HTTPConnection, job: str) -> list[int]:
+    """Streams asked with `Last-Event-ID`s that once gave 500s and leaked the stream slot, then
+    one good stream: its status says whether the client still has a slot (200, not 429)."""
+    statuses = []
+    for last in ("\xb2", "9" * 5000, "-5", "x") * 2 + ("0",):
+        conn.request("GET", f"/api/jobs/{job}/events", headers={"Last-Event-ID": last})
+        response = conn.getresponse()
+        response.read() if response.status != 200 else response.close()
+        statuses.append(response.status)
+        if response.status == 200:
+            conn.close()
+    return statuses
+
+
+def simulate_http_attack(record: dict, conn, kind: str, port: int) -> None:
+    if kind == "hostile_upload":
+        status, body = upload_hostile_trace(conn)
+        ok = status in (200, 400)
+        record.update(status=status, error=None if ok else {"type": f"HTTP {status}",
+                                                            "message": body.get("error")})
+        return
+    status, body = request(conn, "POST", "/api/compile", {"source": BENIGN.format(
+        op="x + 1"), "options": {"device": "cpu", "measure": False}})
+    statuses = bad_event_ids(conn, body["job"])
+    ok = all(s == 400 for s in statuses[:-1]) and statuses[-1] == 200
+    record.update(status=statuses, error=None if ok else {"type": "StreamSlots",
+                                                          "message": str(statuses)})
 
 
 def simulate_user(i: int, port: int, script: tuple, barrier: threading.Barrier, out: dict) -> None:
@@ -95,6 +167,10 @@ def simulate_user(i: int, port: int, script: tuple, barrier: threading.Barrier, 
     try:
         barrier.wait()  # everyone submits at once
         started = time.monotonic()
+        if source in ("upload", "streams"):
+            simulate_http_attack(record, conn, kind, port)
+            record["completion_s"] = round(time.monotonic() - started, 3)
+            return
         status, body = request(conn, "POST", "/api/compile", {"source": source, "options": options})
         if status != 202:
             record.update(status="http", error={"type": f"HTTP {status}", "message": body.get("error")})
@@ -120,8 +196,8 @@ def simulate_user(i: int, port: int, script: tuple, barrier: threading.Barrier, 
 
 
 def probe_status(port: int, stop: threading.Event, latencies: list) -> None:
-    """GET /api/status once a second on a fresh connection until `stop`; None: no 200 answer."""
-    while not stop.wait(1.0):
+    """GET /api/status every 0.2 s on a fresh connection until `stop`; None: no 200 answer."""
+    while not stop.wait(0.2):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30,
                                           source_address=("127.0.0.250", 0))
         started = time.monotonic()
@@ -192,6 +268,18 @@ def summarize_room(records: list[dict], wall_s: float, warm_s: float, latencies:
             "goal": "0 benign errors; every hostile job ends with its typed error"}
 
 
+def bench_hostile_mix(users: int, hostile: int) -> dict:
+    """The room quiet, then with `hostile` attackers of the sandbox and the trust boundary."""
+    quiet, mixed = bench_room(users, 0), bench_room(users, hostile)
+    p95 = (quiet["benign_completion_s"]["p95"], mixed["benign_completion_s"]["p95"])
+    return {"quiet": {k: quiet[k] for k in ("benign_errors", "benign_completion_s",
+                                            "status_during_storm_s", "storm_wall_s")},
+            "mixed": mixed, "benign_p95_ratio_mixed_quiet": round(p95[1] / p95[0], 3),
+            "goals": {"benign_errors": 0, "status_max_s": "< 1",
+                      "met": mixed["benign_errors"] == 0
+                      and (mixed["status_during_storm_s"]["max"] or 0) < 1.0}}
+
+
 def timed_run(worker: Worker, example) -> tuple[float, float]:
     """(seconds to the first stage event (the Dynamo graph), seconds to the whole result)."""
     started, seen = time.monotonic(), []
@@ -243,11 +331,14 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--hostile", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--mix-hostile", type=int, default=len(HOSTILE) + len(BOUNDARY))
     args = parser.parse_args()
-    if not 0 <= args.hostile <= min(args.users, len(HOSTILE)) or args.users > 240:
+    if not 0 <= args.hostile <= min(args.users, len(HOSTILE)) or args.users > 240 \
+            or not 0 < args.mix_hostile <= min(args.users, len(HOSTILE) + len(BOUNDARY)):
         parser.error(f"--hostile must be 0..{len(HOSTILE)} and at most --users (<= 240)")
     report = {"machine": machine(), "repeats": args.repeats,
               "a_room": bench_room(args.users, args.hostile),
+              "c_hostile_mix": bench_hostile_mix(args.users, args.mix_hostile),
               "b_sandbox_on_vs_off": bench_sandbox(args.repeats)}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
