@@ -204,3 +204,85 @@ def test_the_job_environment_is_an_allow_list(worker):
                      "LD_LIBRARY_PATH", "TORCHBOLT_FRESH_PROCESS", "NVIDIA_VISIBLE_DEVICES",
                      "CUDA_HOME", "TRITON_PTXAS_PATH"} | {
                          n for n in names if n.startswith(("OMP_", "KMP_", "TORCH", "_TORCH"))} | {"PWD"}
+
+
+# Job 1 of the shared-/dev attack (found by a red team): each step must fail with an OSError.
+DEV_ATTACKER = r'''
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+
+def swap_stdout():  # the next job's `print(secret, file=open('/dev/stdout', 'w'))` lands here
+    os.unlink('/dev/stdout')
+    os.symlink('/dev/loot', '/dev/stdout')
+
+def big_file():  # stored outside the disk limit, and after the job ended
+    with open('/dev/big', 'wb') as fh:
+        fh.write(bytes(200 << 20))
+
+def libc_call(result):
+    if result != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
+steps = {
+    'swap_stdout': swap_stdout,
+    'create_file': lambda: open('/dev/loot', 'w').write('x'),
+    'fifo': lambda: os.mkfifo('/dev/hang'),
+    'big_file': big_file,
+    'remount_dev_rw': lambda: libc_call(libc.mount(None, b'/dev', None, 32, None)),
+    'unmount_dev': lambda: libc_call(libc.umount2(b'/dev', 2)),
+    'cgroup_file': lambda: open('/sys/fs/cgroup/planted', 'w').write('x'),
+    'cgroup_dir': lambda: os.mkdir('/sys/fs/cgroup/planted'),
+}
+outcome = {}
+for name, step in steps.items():
+    try:
+        step()
+        outcome[name] = 'done'
+    except OSError as exc:
+        outcome[name] = exc.strerror
+print(json.dumps(outcome))
+'''
+
+# Job 2 on the same worker: a /dev of its own, with what a program needs and nothing of job 1.
+DEV_READER = r'''
+import json, os
+try:  # the victim's write that, on a shared /dev, went to job 1's file
+    with open('/dev/stdout', 'a') as out:
+        out.write('SECRET via /dev/stdout\n')
+    reopened = 'written'
+except PermissionError:  # the supervisor's output files are root's, mode 0600
+    reopened = 'refused'
+mine, linked = os.fstat(1), os.stat('/dev/stdout')
+master, _ = os.openpty()
+with open('/dev/null', 'w') as fh:
+    fh.write('x')
+with open('/dev/urandom', 'rb') as fh:
+    random_bytes = len(fh.read(16))
+print(json.dumps({
+    'dev': sorted(os.listdir('/dev')), 'stdout': os.readlink('/dev/stdout'), 'reopened': reopened,
+    'own_stdout': (mine.st_dev, mine.st_ino) == (linked.st_dev, linked.st_ino),
+    'null': open('/dev/null').read(), 'urandom': random_bytes,
+    'zero': open('/dev/zero', 'rb').read(4).hex(), 'pts': sorted(os.listdir('/dev/pts')),
+    'shm': os.listdir('/dev/shm'), 'cgroup_dir': os.listdir('/sys/fs/cgroup'),
+    'own_cgroup': [line.split(':', 2)[2] for line in open('/proc/self/cgroup').read().split()],
+}))
+'''
+DEV_ENTRIES = {"fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout",
+               "tty", "urandom", "zero"}
+
+
+def test_each_job_has_a_private_read_only_dev_and_no_cgroup_view(worker):
+    """Job 1 can't change /dev or /sys/fs/cgroup; job 2 sees the standard /dev, nothing of job 1,
+    and neither other jobs' cgroups nor its own group's name (it holds the server's PID)."""
+    attack = worker.run(DEV_ATTACKER, Options(device="cpu", measure=False, timeout=30))
+    outcome = json.loads(attack["stdout"])
+    assert not [name for name, result in outcome.items() if result == "done"], outcome
+    result = worker.run(DEV_READER, Options(device="cpu", measure=False))
+    seen = json.loads(result["stdout"].splitlines()[-1])
+    assert {n for n in seen["dev"] if not n.startswith("nvidia")} == DEV_ENTRIES, seen["dev"]
+    assert seen["stdout"] == "/proc/self/fd/1" and seen["own_stdout"], seen
+    if seen["reopened"] == "written":  # else refused: nothing written anywhere
+        assert result["stdout"].startswith("SECRET via /dev/stdout\n"), result["stdout"]
+    assert (seen["null"], seen["urandom"], seen["zero"]) == ("", 16, "00000000")
+    assert seen["pts"] == ["0", "ptmx"] and seen["shm"] == []  # its own devpts: one pty, its own
+    assert seen["cgroup_dir"] == [] and set(seen["own_cgroup"]) == {"/"}, seen

@@ -8,7 +8,9 @@ and its site-packages, and the engine package itself (`/opt/torchbolt/compiler_c
 dir, the rest of the project, job folders and anything else of the server are not mounted at all.
 Each job then forks from the zygote into namespaces of its own (`jail.py`): a PID namespace whose
 init is the job (so nothing the job starts outlives it), a mount namespace with a private,
-size-limited tmpfs for its folder, `/tmp` and `/dev/shm`, and no network at all.
+size-limited tmpfs for its folder, `/tmp` and `/dev/shm`, a private read-only `/dev` and an empty
+`/sys/fs/cgroup`, a cgroup namespace, and no network at all. The zygote's own `/dev` is
+read-only too.
 
 `check()` probes once whether this kernel and machine can do all that, and says why not.
 """
@@ -113,7 +115,8 @@ def _namespace_args(env: dict[str, str]) -> list[str]:
     args = ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--hostname", "torchbolt", "--uid", str(NOBODY), "--gid", str(NOBODY),
             "--die-with-parent", "--new-session", "--clearenv", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--chdir", "/tmp", *_gpu_devices()]
+            "--tmpfs", "/tmp", "--chdir", "/tmp", *_gpu_devices(),
+            "--remount-ro", "/dev"]  # each job mounts its own /dev over this one (jail.py)
     for key, value in {**env, "PYTHONPATH": ENGINE_MOUNT}.items():
         args += ["--setenv", key, value]
     return args
