@@ -90,8 +90,8 @@ def laid_out(wanted: GraphRequest, result) -> bytes:
     if result is None:
         raise ApiError(404, "no result under this key")
     compiled = find_compile(result, wanted.compile_id)
-    stages = compiled.get("stages") if compiled is not None else None
-    if not isinstance(stages, dict) or wanted.stage not in stages:
+    stages = compiled.get("stages") if compiled is not None else {}
+    if isinstance(stages, dict) and wanted.stage not in stages:  # else the engine's 422
         raise ApiError(404, f"compile {wanted.compile_id!r} has no stage {wanted.stage!r}")
     view = graph_view(compiled, wanted.stage, result, wanted.collapse,
                       None if wanted.expand is None else list(wanted.expand))

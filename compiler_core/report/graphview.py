@@ -104,15 +104,17 @@ def _well_formed(row: dict) -> bool:
 
 
 def _readable(artifact) -> dict:
-    """The parts of a stage that `stage_nodes` reads, each of the type it expects."""
+    """The parts of a stage that `stage_nodes` reads, each of the type it expects, and how many
+    node rows it `dropped` for want of a name."""
     if not isinstance(artifact, dict):
         raise MalformedResult("the stage is not an object")
     nodes, text = artifact.get("nodes"), artifact.get("text")
     if nodes and not isinstance(nodes, list) or not nodes and not isinstance(text, str):
         raise MalformedResult("the stage has neither a node list nor FX text")
+    named = [n for n in nodes or [] if isinstance(n, dict) and isinstance(n.get("name"), str)]
     src_lines, modules = artifact.get("src_lines"), artifact.get("modules")
     return {
-        "nodes": [n for n in nodes or [] if isinstance(n, dict) and isinstance(n.get("name"), str)],
+        "nodes": named, "dropped": len(nodes or []) - len(named),
         "text": text if isinstance(text, str) else "",
         "src_lines": [v if isinstance(v, int) else None for v in src_lines]
         if isinstance(src_lines, list) else [],
@@ -151,10 +153,12 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
         raise MalformedResult("the compile has no stages")
     if stage not in GRAPH_STAGES or stages.get(stage) is None:
         raise ValueError(f"stage {stage!r} has no graph view")
-    found = stage_nodes(_readable(stages[stage]))
+    readable = _readable(stages[stage])
+    found = stage_nodes(readable)
     nodes = clean_nodes(found)
-    if found and not nodes:
-        raise MalformedResult(f"none of the stage's {len(found):,} nodes is well-formed")
+    dropped = readable["dropped"] + len(found) - len(nodes)
+    if dropped and not nodes:
+        raise MalformedResult(f"none of the stage's {dropped:,} nodes is well-formed")
     tree = ModuleTree(nodes)
     expanded = set(expand) & set(tree.groups) if expand is not None else tree.expansion(collapse)
     items = tree.visible(expanded)
@@ -177,7 +181,7 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
     index = {item: i for i, item in enumerate(items)}
     return {
         "stage": stage, "compile_id": compiled.get("id"), "engine": done.engine,
-        "layout_note": done.note, "dropped": len(found) - len(nodes),
+        "layout_note": done.note, "dropped": dropped,
         "total_nodes": len(nodes), "module_depth": max((g.depth for g in tree.groups.values()), default=0),
         "groups_total": len(tree.groups), "expanded": sorted(expanded),
         "nodes": rows,
