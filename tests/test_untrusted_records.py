@@ -229,3 +229,15 @@ def test_any_records_build_a_result_that_holds_to_the_schema(records):
     assert errors == []
     result_index(result)
     expand_result(compress_result(result))
+
+
+def test_every_limit_is_in_the_readme_with_its_default():
+    """The README's table names each limit the code enforces, with the code's default."""
+    from compiler_core.limits import TABLE
+    readme = open(os.path.join(os.path.dirname(HERE), "README.md"), encoding="utf-8").read()
+    rows = [line for line in readme.split("\n") if line.startswith("| `")]
+    for item in TABLE:
+        shown = {"bytes": f"{item.default / 2**20:g} MiB", "seconds": f"{item.default:g} s"}.get(
+            item.unit, f"{item.default:,}")
+        row = next((r for r in rows if f"`{item.name}`" in r), "")
+        assert shown in row, (item.name, shown, row)
