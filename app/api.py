@@ -25,7 +25,8 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from compiler_core import catalogue, get_example, list_examples
 
 from .errors import ApiError
-from .graphview import GraphRequest, cached_view, laid_out, parse_collapse, parse_expand
+from .graphview import (GraphRequest, cached_view, find_compile, laid_out, parse_collapse,
+                        parse_expand)
 from .store import is_key
 from .streams import Slot, event_stream
 from .transport import job_index, stage_answer
@@ -76,7 +77,20 @@ def job_status(job_id: str):
 @bp.get("/jobs/<job_id>/stage")
 def job_stage(job_id: str):
     """One stage of the job's result so far: `?compile=0/0&stage=output_code`."""
-    return jsonify(stage_answer(find_job(job_id).current_result()))
+    return jsonify(stage_answer(narrowed(find_job(job_id).current_result())))
+
+
+def narrowed(result) -> dict | None:
+    """The result cut to the asked compile (`?compile=`), its stages and kernels of the types
+    `stage_part` reads: a stored result may be forged (a 422 when it has no list of compiles)."""
+    if result is None:
+        return None
+    compiled = find_compile(result, request.args.get("compile", ""))
+    if compiled is None:
+        return {"compiles": []}
+    stages, kernels = compiled.get("stages"), compiled.get("kernels")
+    return {"compiles": [{**compiled, "stages": stages if isinstance(stages, dict) else {},
+                          "kernels": kernels if isinstance(kernels, list) else []}]}
 
 
 @bp.post("/jobs/<job_id>/cancel")
@@ -117,7 +131,7 @@ def result(key: str):
 @bp.get("/results/<key>/stage")
 def result_stage(key: str):
     """One stage of a stored (or running) result: `?compile=0/0&stage=output_code`."""
-    return jsonify(stage_answer(manager().result_for(key) if is_key(key) else None))
+    return jsonify(stage_answer(narrowed(manager().result_for(key) if is_key(key) else None)))
 
 
 @bp.get("/results/<key>/graph")

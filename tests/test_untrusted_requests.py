@@ -160,6 +160,15 @@ def test_an_impossible_graph_is_a_4xx_of_that_result(client, app, result, status
         assert_error(report, 422, "not a JSON object")
 
 
+@pytest.mark.parametrize("stage", ["dynamo_graph", "kernels", "guards"])
+def test_stages_of_forged_results_are_answers_or_4xx(client, app, stage):
+    for _, result, *_ in SHOWN + SHOWN_WHOLE + IMPOSSIBLE:
+        response = client.get(f"/api/results/{stored(app, result)}/stage?compile=0/0&stage={stage}")
+        assert response.status_code in (200, 404, 422), response.get_json()
+        if response.status_code != 200:
+            assert_error(response, response.status_code)
+
+
 def test_reports_of_forged_results_leave_their_bad_parts_out(client, app):
     for _, result in SHOWN + SHOWN_WHOLE:
         report = client.get(f"/api/results/{stored(app, result)}/report.html")
