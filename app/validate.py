@@ -6,7 +6,7 @@ the server's time limit cap (`MAX_TIMEOUT`, default 120 s, raised with `python -
 --max-timeout S`), and that the source can be written as UTF-8 (JSON may carry lone
 surrogates such as "\\ud800", which no file can hold).
 
-Everything here is a 400 (or 413) naming what is wrong, never an exception: JSON is parsed
+Everything here is a 400 (or 413) naming what is wrong, never a 500: JSON is parsed
 only after its size and nesting are checked (the json module recurses once per level, so a
 body of 100,000 `[` would raise RecursionError), and numbers are read from ASCII digits only
 (`'²'.isdigit()` is True, but `int('²')` fails).
@@ -81,7 +81,7 @@ def too_deep(text: str, most: int) -> bool:
 def loads_bounded(text: str | bytes, what: str, max_chars: int):
     """Parsed JSON, or a 400 naming `what` when it is too long, too deep or not JSON."""
     try:
-        text = text.decode("utf-8") if isinstance(text, bytes) else text
+        text = text.decode("utf-8-sig") if isinstance(text, bytes) else text
     except UnicodeDecodeError:
         raise ApiError(400, f"{what} is not UTF-8 text") from None
     if len(text) > max_chars:
