@@ -195,9 +195,17 @@ def simulate_user(i: int, port: int, script: tuple, barrier: threading.Barrier, 
         conn.close()
 
 
-def probe_status(port: int, stop: threading.Event, latencies: list) -> None:
-    """GET /api/status every 0.2 s on a fresh connection until `stop`; None: no 200 answer."""
+def rss_mb() -> float:
+    """This process's resident memory: the server's (it runs here), its workers' not."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
+
+
+def probe_status(port: int, stop: threading.Event, latencies: list, rss: list) -> None:
+    """GET /api/status every 0.2 s on a fresh connection until `stop`; None: no 200 answer.
+    Also samples the server's resident memory."""
     while not stop.wait(0.2):
+        rss.append(rss_mb())
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30,
                                           source_address=("127.0.0.250", 0))
         started = time.monotonic()
@@ -230,8 +238,9 @@ def bench_room(users: int, hostile: int) -> dict:
             threads = [threading.Thread(target=simulate_user, args=(i, server.effective_port,
                                                                    scripts[i], barrier, out))
                        for i in range(users)]
-            stop, latencies = threading.Event(), []
-            prober = threading.Thread(target=probe_status, args=(server.effective_port, stop, latencies))
+            stop, latencies, rss = threading.Event(), [], [rss_mb()]
+            prober = threading.Thread(target=probe_status,
+                                      args=(server.effective_port, stop, latencies, rss))
             started = time.monotonic()
             for thread in threads + [prober]:
                 thread.start()
@@ -243,7 +252,9 @@ def bench_room(users: int, hostile: int) -> dict:
         finally:
             server.close()
             manager.close()
-    return summarize_room([out[i] for i in range(users)], wall_s, warm_s, latencies)
+    return {**summarize_room([out[i] for i in range(users)], wall_s, warm_s, latencies),
+            "server_rss_mb": {"start": round(rss[0]), "peak": round(max(rss)),
+                              "growth": round(max(rss) - rss[0])}}
 
 
 def summarize_room(records: list[dict], wall_s: float, warm_s: float, latencies: list) -> dict:
