@@ -241,3 +241,12 @@ def test_every_limit_is_in_the_readme_with_its_default():
             item.unit, f"{item.default:,}")
         row = next((r for r in rows if f"`{item.name}`" in r), "")
         assert shown in row, (item.name, shown, row)
+
+
+def test_a_flood_of_lines_that_are_not_records_stops_the_reading(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHBOLT_LIMIT_RECORDS_PER_JOB", "1000")
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(b"x\n" * 5000 + json.dumps(REAL[0]).encode() + b"\n")
+    tail = RecordTail(str(path))
+    tail.new_records()  # reads the lines; the next call sees they were too many
+    assert tail.new_records() == [] and tail.over_limit == "records_per_job"

@@ -53,7 +53,9 @@ class RecordTail:
     The file is written by the job, so it is hostile input: it is read in chunks, at most
     `READ_PER_CALL` bytes per call; an unfinished line is kept only up to the `record_bytes`
     limit, and a longer line is dropped as it streams by (counted in `dropped`), so a record
-    with no newline costs neither memory nor re-reading."""
+    with no newline costs neither memory nor re-reading. Dropped lines count against
+    `records_per_job` too: past it, `over_limit` names that limit and nothing more is read (256
+    MB of one-byte lines would otherwise cost the server minutes of parsing)."""
 
     def __init__(self, path: str):
         self.path = path
@@ -62,9 +64,13 @@ class RecordTail:
         self._line = bytearray()
         self._skipping = False  # inside a line longer than the limit: drop up to its newline
         self._cap = limit("record_bytes")
+        self.over_limit: str | None = None
 
     def new_records(self) -> list[dict]:
         records: list[dict] = []
+        if sum(self.dropped.values()) > limit("records_per_job"):
+            self.over_limit = "records_per_job"
+            return records
         try:
             fh = open(self.path, "rb")
         except FileNotFoundError:

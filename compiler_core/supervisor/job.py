@@ -75,6 +75,11 @@ class Job:
         with self._lock:
             return list(self._records)
 
+    def stop_for(self, limit_name: str) -> None:
+        """Keep no more records: the job went past `limit_name` (the worker then stops it)."""
+        with self._lock:
+            self.over_limit = self.over_limit or limit_name
+
     def partial_result(self) -> dict | None:
         """The final result, or while running one built from the records so far
         (`"partial": true`); None before the script started."""

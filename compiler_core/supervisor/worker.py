@@ -235,6 +235,8 @@ class Worker:
                     return started
             for record in tail.new_records():
                 job.add_record(record)
+            if tail.over_limit:
+                job.stop_for(tail.over_limit)
             if outcome.returncode is not None:
                 return started
             if outcome.killed_for is None:
