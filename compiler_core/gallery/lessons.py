@@ -42,14 +42,15 @@ LESSONS = (
            "A compile is paid once; later calls only run the guards of the cache entries and "
            "jump to the compiled code of the first entry whose guards hold. With dynamic=True "
            "the sizes are symbols, and the symbolic guards (Guards stage) say which shapes "
-           "this graph accepts. Add `compiled(torch.randn(4, 16))` and "
-           "`compiled(torch.randn(100, 32))` at the end and compile: still one compile, 0/0."),
+           "this graph accepts. The script calls it again with (4, 16) and (100, 32): the "
+           "Calls tab shows both calls as hits of 0/0, and there is still one compile."),
     Lesson("IR narrowing: Torch IR \u2192 ATen \u2192 Core ATen \u2192 prims", "softmax_layernorm",
-           "Dynamo's graph holds torch-level calls (softmax, layer_norm). AOTAutograd lowers "
-           "them to ATen operators, decompositions bring those down to Core ATen (a small, fixed set of "
-           "operators a backend must support), and the prims view goes to the "
-           "primitives below. The ops line under each compile counts the nodes at each "
-           "level: fewer kinds of operator, more nodes."),
+           "Dynamo's graph holds two torch-level calls (softmax, layer_norm). Core ATen, the "
+           "fixed operator set a backend must support, keeps both as single operators "
+           "(_softmax, native_layer_norm): that view stays small. Inductor decomposes further "
+           "with its own table, so the ATen graph it received (AOT inference) is already "
+           "reductions and pointwise math, and prims go below even that. The ops line under "
+           "each compile counts the nodes of each graph."),
     Lesson("A custom backend receives the FX graph", "custom_backend",
            "A backend is any function taking the FX GraphModule Dynamo captured and example "
            "inputs, and returning something callable. This one prints the graph's nodes (the "

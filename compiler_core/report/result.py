@@ -138,6 +138,16 @@ def _notes(records: list[dict], truncated: list[dict]) -> list[str]:
     return [t[:longest] for t in texts[:most]]
 
 
+def replay_output(records: list[dict]) -> dict | None:
+    """What torchbolt's replays (timings, views) printed, kept apart from the script's stdout."""
+    parts = [r["meta"] for r in records if r["name"] == "replay_output"]
+    if not parts:
+        return None
+    return {"bytes": sum(int(p["bytes"]) for p in parts),
+            "lines": sum(int(p["lines"]) for p in parts),
+            "head": "".join(str(p["head"]) for p in parts)[:8192]}
+
+
 def cut_stage_texts(result: dict, truncated: list[dict]) -> None:
     """Cut every stage text over `stage_text_chars`, with a visible mark (in place)."""
     cap = limit("stage_text_chars")
@@ -200,6 +210,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
                                    []),
         "stage_errors": stage_errors,
         "notes": _notes(records, truncated),
+        "replay_output": part("replay_output", lambda: replay_output(records), None),
         "truncated": truncated,
     }
     part("stage_text_chars", lambda: cut_stage_texts(result, truncated), None)

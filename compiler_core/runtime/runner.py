@@ -15,7 +15,7 @@ import traceback
 
 import torch
 
-from . import measure
+from . import measure, replay_output
 from .callables import CompileRecorder
 from .calls import CallTimeline
 from .capture import CaptureSession
@@ -148,13 +148,15 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
                 if not entry.signatures:
                     writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
                                 "called, so it compiled nothing: call the compiled callable.")
-            measure.after_script(recorder, session, device, preview=options.gpu_preview,
-                                 timings=options.measure, timing_lock_fd=timing_lock_fd)
+            with replay_output.set_aside(writer):
+                measure.after_script(recorder, session, device, preview=options.gpu_preview,
+                                     timings=options.measure, timing_lock_fd=timing_lock_fd)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:
         if session is not None and options.views:
-            session.emit_views()  # last: every stage PyTorch produced is recorded before them
+            with replay_output.set_aside(writer):
+                session.emit_views()  # last: every stage PyTorch produced is recorded first
         sys.stdout.flush()
         sys.stderr.flush()
         writer.emit("run_end")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 
 from .common import is_user_file, last_user_line
 
@@ -66,14 +67,36 @@ def _header(payload: str) -> tuple[str, int] | None:
 
 
 def _fields(message: str) -> list[tuple[str, str]]:
-    """`(key, value)` of each "Explanation: ...", "Hint: ..." line, in order."""
-    found = []
+    """`(key, value)` of each "Explanation: ...", "Hint: ..." field, in order. A field goes on
+    over the more indented lines after it: a data-dependent branch's explanation holds the
+    condition's computation there ("The branch condition involves a tensor computed as
+    follows:" and the FX code of it)."""
+    found: list[tuple[str, list[str]]] = []
     for line in message.split("\n"):
         stripped = line.lstrip()
         key = next((k for k in FIELDS if stripped.startswith(k + ": ")), None)
         if key:
-            found.append((key, stripped[len(key) + 2:].strip()))
-    return found
+            found.append((key, [stripped[len(key) + 2:]]))
+        elif found and (not stripped or line.startswith("   ")):
+            found[-1][1].append(line)
+        elif found:
+            found.append(("", []))  # an unindented line ends the field
+    return [(key, _field_value(lines)) for key, lines in found if key]
+
+
+def _field_value(lines: list[str]) -> str:
+    first, rest = lines[0].strip(), textwrap.dedent("\n".join(lines[1:])).strip()
+    return f"{first}\n\n{rest}" if rest else first
+
+
+def _gb_type(message: str) -> str | None:
+    """PyTorch's name of the break (its `gb_type`): the line above its "Explanation:" field,
+    after the "Graph Break Reason:" prefix when PyTorch puts both on one line."""
+    lines = message.split("\n")
+    for above, line in zip(lines, lines[1:]):
+        if line.lstrip().startswith("Explanation: "):
+            return above.strip().removeprefix("Graph Break Reason:").strip() or None
+    return None
 
 
 def full_reason(message: str) -> str:
@@ -93,15 +116,15 @@ def parse_break(payload: str, user_file: str) -> dict:
     message = payload.split("User code traceback:", 1)[0]
     fields = _fields(message)
     reason = REASON.search(message)
-    blocks = message.split("\n\n")
-    title = blocks[1].strip().split("\n")[0] if len(blocks) > 1 else ""
+    title = _gb_type(message)
+    stated = reason["reason"].strip() if reason else None
     url = URL.search(message)
     code = GB_CODE.search(url[0]) if url else None
     return {
         "line": line,
-        "reason": " ".join(filter(None, [reason["reason"] if reason else None, title])),
+        "reason": " ".join(filter(None, [stated, title if title != stated else None])),
         "full_reason": full_reason(message),
-        "gb_type": title or None,
+        "gb_type": title,
         "gb_code": code["code"].upper() if code else None,
         "explanation": next((v for k, v in fields if k == "Explanation"), None),
         "hints": [v for k, v in fields if k == "Hint"],

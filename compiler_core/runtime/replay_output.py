@@ -1,0 +1,51 @@
+"""What torchbolt's own work after the script prints, kept apart from what the script printed.
+
+Timings replay the script's compiled calls hundreds of times (and the views re-run its graphs): a
+`print` inside a compiled function (a graph break) printed once by the script would print
+thousands of times more (3,995 lines for lesson 3's one print, measured). While that work runs,
+file descriptors 1 and 2 point at a file of the job's own /tmp instead of its output, and a
+`replay_output` record says how much was printed there, with its first `HEAD_BYTES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+HEAD_BYTES = 8192
+FILE = "/tmp/.torchbolt-replay-output"
+
+
+@contextlib.contextmanager
+def set_aside(writer):
+    """Send fds 1 and 2 to the job's replay file while the block runs, then record its size."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    target = os.open(FILE, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(target, 1)
+    os.dup2(target, 2)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, original in zip((1, 2), saved):
+            os.dup2(original, fd)
+            os.close(original)
+        _record(writer, target)
+
+
+def _record(writer, fd: int) -> None:
+    size = os.fstat(fd).st_size
+    if size:
+        os.lseek(fd, 0, os.SEEK_SET)
+        head = os.read(fd, HEAD_BYTES).decode("utf-8", errors="replace")
+        lines = 0
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, 1 << 20):
+            lines += chunk.count(b"\n")
+        writer.emit("replay_output", None, None, bytes=size, lines=lines, head=head)
+    os.close(fd)
+    os.unlink(FILE)

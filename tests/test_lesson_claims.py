@@ -1,0 +1,152 @@
+"""What a speaker shows is true (issue 24): each lesson's claims, checked against the real result
+of its example (the session's gallery run: CPU, timings and views on, as the page runs them).
+
+One test per lesson, named after it; a lesson whose text changes should change its test. Also:
+the script's output is what it printed, as often as it printed it (timing replays kept apart),
+and a break's headline is PyTorch's own `gb_type`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler_core import Options, list_lessons
+
+LESSONS = {example.slug: lesson for lesson, example in list_lessons()}
+
+
+def compiles(result) -> dict:
+    return {c["id"]: c for c in result["compiles"]}
+
+
+@pytest.fixture(scope="module")
+def lesson(gallery_results):
+    def get(slug):
+        result = gallery_results[slug]
+        assert result["error"] is None, result["error"]
+        return LESSONS[slug].explanation, result
+    return get
+
+
+def test_lesson_tracing_vs_scripting_vs_dynamo(lesson):
+    text, result = lesson("trace_script_compile")
+    traced, scripted = ({p["kind"]: p for p in result["torchscript"]}[k] for k in ("trace", "script"))
+    assert [w["category"] for w in traced["warnings"]] == ["TracerWarning"]  # "and it warns"
+    assert "prim::If" not in traced["stages"]["torchscript_graph"]["text"]  # baked in
+    assert "prim::If" in scripted["stages"]["torchscript_graph"]["text"]  # both branches kept
+    (brk,) = result["graph_breaks"]  # Dynamo breaks at the `if` ...
+    assert brk["gb_type"] == "Data-dependent branching" and brk["line"] == 9
+    assert brk["resumes_in"] == "1/0"  # ... and traces the branch taken into a second graph
+    assert "sin" in compiles(result)["1/0"]["stages"]["dynamo_graph"]["text"]
+    assert "prim::If" in text and "breaks the graph" in text
+
+
+def test_lesson_guards_and_recompiles(lesson):
+    text, result = lesson("recompile_on_shape_change")
+    (recompile,) = result["recompiles"]
+    assert (recompile["compile_id"], recompile["previous"]) == ("0/1", "0/0")
+    (failed,) = recompile["failed_guards"]  # marked in 0/0's guards
+    guard = compiles(result)["0/0"]["stages"]["guards"]["guards"][failed]
+    assert guard["kind"] == "TENSOR_MATCH" and "size=[8, 16]" in guard["code"]
+    assert [c["outcome"] for c in result["calls"]] == ["compile", "recompile"]
+    assert "size guard fails" in text
+
+
+def test_lesson_graph_breaks_and_resume_functions(lesson):
+    text, result = lesson("print_graph_break")
+    (brk,) = result["graph_breaks"]
+    assert brk["gb_code"] == "GB0059" and brk["line"] == 17
+    resume = compiles(result)[brk["resumes_in"]]
+    assert brk["resumes_in"] == "1/0" and resume["frame"]["name"] == "torch_dynamo_resume_in_f_at_17"
+    assert "torch_dynamo_resume_in_f_at_N" in text and "1/0" in text
+    # "runs the print in plain Python": once, as the script ran it, although timings replayed f
+    assert result["stdout"].count("inside f, between the two graphs") == 1
+    assert result["timings"] and result["replay_output"]["lines"] > 100
+    assert "inside f, between the two graphs" in result["replay_output"]["head"]
+
+
+def test_lesson_the_guard_cache_serves_later_calls(lesson):
+    text, result = lesson("dynamic_shapes")
+    assert list(compiles(result)) == ["0/0"] and not result["recompiles"]
+    assert [(c["outcome"], c["compile_id"]) for c in result["calls"]] == [
+        ("compile", "0/0"), ("hit", "0/0"), ("hit", "0/0")]
+    guards = compiles(result)["0/0"]["stages"]["guards"]["guards"]
+    assert any(g["symbolic"] for g in guards)
+    assert "hits of 0/0" in text and "one compile" in text
+
+
+def test_lesson_ir_narrowing(lesson):
+    text, result = lesson("softmax_layernorm")
+    compiled = compiles(result)["0/0"]
+    census, stages = compiled["census"], compiled["stages"]
+    assert census["dynamo_graph"]["ops"] == 2  # "two torch-level calls"
+    core = stages["core_aten"]["text"]
+    assert "aten._softmax" in core and "aten.native_layer_norm" in core  # kept as single ops
+    assert census["core_aten"]["ops"] < census["aot_inference"]["ops"]  # Inductor goes further
+    assert "aten.amax" in stages["aot_inference"]["text"]  # reductions and pointwise math
+    assert census["prims"]["ops"] > census["aot_inference"]["ops"]  # prims go below even that
+    assert "_softmax, native_layer_norm" in text
+
+
+def test_lesson_a_custom_backend_receives_the_fx_graph(lesson):
+    text, result = lesson("custom_backend")
+    stages = set(result["compiles"][0]["stages"])
+    assert "dynamo_graph" in stages
+    assert not stages & {"aot_inference", "aot_forward", "post_grad_graph", "output_code"}
+    assert "my_backend received a graph" in result["stdout"]  # the Output tab
+    assert "call_function" in result["stdout"] and "no AOTAutograd or Inductor" in text
+
+
+def test_lesson_fusion(lesson):
+    text, result = lesson("mlp_fusion")
+    compiled = result["compiles"][0]
+    kernels = [k["name"] for k in compiled["kernels"]]
+    assert any(name.startswith("extern_kernels.") for name in kernels)  # library calls
+    fused = [name for name in kernels if name.startswith("cpp_fused")]
+    assert fused and any("gelu" in name for name in fused)
+    assert len(kernels) < compiled["census"]["post_grad_graph"]["ops"]  # a handful of kernels
+    assert "library calls" in text
+
+
+def test_lesson_export_beside_the_jit(lesson):
+    text, result = lesson("export_vs_compile")
+    (program,) = result["exports"]
+    graph = program["stages"]["exported_program"]["text"]
+    assert "PARAMETER" in graph and "p_proj_weight" in graph  # parameters become inputs
+    assert result["compiles"]  # beside the compile's Dynamo graph
+    assert "parameters" in text and "become inputs" in text
+
+
+def test_every_lesson_has_its_claims_test():
+    assert set(LESSONS) == {"trace_script_compile", "recompile_on_shape_change",
+                            "print_graph_break", "dynamic_shapes", "softmax_layernorm",
+                            "custom_backend", "mlp_fusion", "export_vs_compile"}
+
+
+PRINT_TWICE = """import torch
+
+def f(x):
+    print("first print")
+    y = x.sin()
+    print("second print")
+    return y.cos()
+
+torch.compile(f)(torch.ones(4))
+"""
+
+
+def test_a_script_that_prints_twice_shows_two_prints_with_timings_on(worker):
+    result = worker.run(PRINT_TWICE, Options(device="cpu", views=False))
+    assert result["error"] is None and result["timings"]
+    assert result["stdout"].count("first print") == 1
+    assert result["stdout"].count("second print") == 1
+    assert result["replay_output"]["lines"] >= 2 * result["timings"][0]["e2e"]["warm"][
+        "eager"]["samples"]
+
+
+def test_a_data_dependent_branch_is_headlined_as_pytorch_names_it(gallery_results):
+    (brk,) = gallery_results["data_dependent_branch"]["graph_breaks"]
+    assert brk["gb_type"] == "Data-dependent branching" and brk["gb_code"] == "GB0170"
+    assert brk["reason"] == "Data-dependent branching"
+    assert "The branch condition involves a tensor computed as follows:" in brk["explanation"]
+    assert "gt(sum_1, 0)" in brk["explanation"]  # the condition's computation, kept
