@@ -40,6 +40,7 @@ const ALT_KEYS = {
   KeyT: (a) => a.theme(), Equal: (a) => a.fontUp(), Minus: (a) => a.fontDown(),
   Digit2: (a) => a.panes(2), Digit3: (a) => a.panes(3), KeyG: (a) => a.gallery(),
   KeyS: (a) => a.share(), KeyC: (a) => a.colors(), Slash: (a) => a.help(),
+  KeyN: (a) => a.nextLesson(), KeyP: (a) => a.previousLesson(), KeyM: (a) => a.present(),
 };
 
 export function installShortcuts(actions) {

@@ -57,8 +57,9 @@ export function toast(message, ms = 2500) {
   toastTimer = setTimeout(() => { el.hidden = true; }, ms);
 }
 
-// navigator.clipboard needs a secure context; http://LAN-IP at a meetup is not one.
-export async function copyText(text) {
+// navigator.clipboard needs a secure context; http://LAN-IP at a meetup is not one. The toast
+// says `message` once the text is copied.
+export async function copyText(text, message = "Copied to the clipboard") {
   try {
     await navigator.clipboard.writeText(text);
   } catch {
@@ -69,7 +70,7 @@ export async function copyText(text) {
     document.execCommand("copy");
     area.remove();
   }
-  toast("Copied to the clipboard");
+  toast(message, message.length > 40 ? 8000 : 2500);
 }
 
 export function download(filename, text) {

@@ -9,7 +9,7 @@ import {
 import { shortPaths } from "./paths.js";
 import { fullNames, shortenNames } from "./names.js";
 
-const PALETTE_SIZE = 8;
+const PALETTE_SIZE = 7; // the .tb-src-N colours of app.css
 // {colors: Map(line -> user line), focused: Set(line), linked: Set(line)}: document lines.
 const setLineMarks = StateEffect.define();
 
@@ -178,8 +178,8 @@ function nameExtensions(spans) {
 }
 
 // A read-only viewer for one stage's text. `onLineClick(documentLine)`; `names` shortens FX
-// names for display (see names.js).
-export function createViewer(parent, { text, lang, onLineClick, names }) {
+// names for display (see names.js); `wrap` wraps long lines (else they scroll sideways).
+export function createViewer(parent, { text, lang, onLineClick, names, wrap }) {
   const theme = new Compartment();
   const shown = shortenNames(text, names);
   const view = new EditorView({
@@ -188,6 +188,7 @@ export function createViewer(parent, { text, lang, onLineClick, names }) {
       doc: shown.text,
       extensions: [
         baseExtensions(theme), language(lang), EditorState.readOnly.of(true), rowMarks,
+        wrap ? EditorView.lineWrapping : [],
         EditorView.decorations.of(pathDecorations(shown.text)), nameExtensions(shown.spans),
         EditorView.domEventHandlers({
           mouseup: (event, v) => {

@@ -1,13 +1,13 @@
 // The lesson path (boot.lessons: the gallery's examples in the lecture's order, each with a
 // short explanation). The Examples menu lists the lessons first; the open lesson's card sits
-// above the editor with Previous / Next. Opening a lesson loads its script and compiles it
+// above the editor with Previous / Next (Alt+P / Alt+N). Opening a lesson loads its script and compiles it
 // (a server answers the lessons it ran before from its store at once).
 
 import { h, clear } from "./dom.js";
 
 export class Lessons {
-  constructor(card, menu, { lessons, gallery }, { onOpen, onClose }) {
-    Object.assign(this, { card, menu, lessons, onOpen, onClose });
+  constructor(card, menu, { lessons, gallery }, { onOpen }) {
+    Object.assign(this, { card, menu, lessons, onOpen });
     this.sources = new Map(gallery.map((example) => [example.slug, example]));
     this.current = null;
   }
@@ -32,7 +32,15 @@ export class Lessons {
     this.onOpen(this.example(slug).source);
   }
 
-  // The card of lesson `slug` (null: no card).
+  // The lesson `delta` steps from the open one (Alt+N / Alt+P); from none, the first.
+  step(delta) {
+    const index = this.lessons.findIndex((lesson) => lesson.slug === this.current);
+    const next = this.lessons[index < 0 ? 0 : index + delta];
+    if (next) this.open(next.slug);
+  }
+
+  // The card of lesson `slug` (null: no card). Its buttons sit at its top right, in a row of
+  // their own width, so that they stay in place from lesson to lesson; the text scrolls below.
   show(slug) {
     const index = this.lessons.findIndex((lesson) => lesson.slug === slug);
     this.current = index >= 0 ? slug : null;
@@ -40,21 +48,29 @@ export class Lessons {
     if (index < 0) return clear(this.card);
     const lesson = this.lessons[index];
     const step = (delta) => this.lessons[index + delta];
+    const button = (cls, delta, label, key) => h("button", { class: cls, disabled: !step(delta),
+      title: step(delta) ? `${step(delta).concept} (${key})` : null, onclick: () => this.step(delta) }, label);
     clear(this.card,
       h("div", { class: "lesson-head" },
-        h("span", { class: "lesson-step" }, `Lesson ${index + 1} of ${this.lessons.length}`),
-        h("strong", { class: "lesson-concept" }, lesson.concept), h("span", { class: "spacer" }),
-        h("button", { class: "lesson-prev", disabled: !step(-1), title: step(-1)?.concept,
-                      onclick: () => this.open(step(-1).slug) }, "◀ Previous"),
-        h("button", { class: "lesson-next", disabled: !step(1), title: step(1)?.concept,
-                      onclick: () => this.open(step(1).slug) }, "Next ▶"),
-        h("button", { class: "lesson-close", title: "Close the lesson", "aria-label": "Close the lesson",
-                      onclick: () => { this.show(null); this.onClose(); } }, "×")),
-      h("p", { class: "lesson-text" }, lesson.explanation));
+        h("div", { class: "lesson-title" },
+          h("span", { class: "lesson-step" }, `Lesson ${index + 1} of ${this.lessons.length}`), " ",
+          h("strong", { class: "lesson-concept" }, lesson.concept)),
+        h("div", { class: "lesson-nav" },
+          button("lesson-prev", -1, "◀ Previous", "Alt+P"), button("lesson-next", 1, "Next ▶", "Alt+N"),
+          h("button", { class: "lesson-close", title: "Close the lesson", "aria-label": "Close the lesson",
+                        onclick: () => this.show(null) }, "×"))),
+      h("p", { class: "lesson-text" }, withCode(lesson.explanation)));
   }
 
   // The lesson whose script is `source`, if any (the editor still holds it after a reload).
   slugFor(source) {
     return this.lessons.find((lesson) => this.example(lesson.slug)?.source === source)?.slug ?? null;
   }
+}
+
+// Lesson text with its `backticked` spans as code (an unpaired backtick stays as it is).
+function withCode(text) {
+  const parts = text.split("`");
+  if (parts.length % 2 === 0) { const last = parts.pop(); parts[parts.length - 1] += `\`${last}`; }
+  return parts.map((part, i) => (i % 2 ? h("code", {}, part) : part));
 }

@@ -5,18 +5,22 @@ import { h, clear, copyText, linkify, toast } from "./dom.js";
 import { createEditor, markLines, selectLine, setDoc, setMarks, setTheme } from "./editor.js";
 import { Panes } from "./panes.js";
 import { RunPanel, breakLink } from "./runpanel.js";
-import { loadDraft, loadSettings, pageOptions, saveDraft, saveSettings } from "./settings.js";
+import { loadDraft, loadSettings, saveDraft, saveSettings } from "./settings.js";
 import { configureStages } from "./stages.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
 import { chosenEnvironment, mountEnvironmentPicker } from "./environments.js";
 import { Lessons } from "./lessons.js";
+import { buildMenu, compareWith } from "./menu.js";
+import { buildOptions, labelOptions, setOptions as setFormOptions } from "./toolbar.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const $ = (selector) => document.querySelector(selector);
 const settings = loadSettings(boot.catalogue);
 const persist = () => saveSettings(settings);
 const timing = (window.__tbTiming = {});
-let current = null; // {id, key, finished}
+const asked = new URLSearchParams(location.search).get("present"); // ?present=1 (or 0)
+if (asked !== null) settings.present = asked === "1";
+let current = null; // {id, key, finished, source}: the job or stored result shown
 let submits = 0; // compile() calls: one that a newer call overtook while it waited drops its job
 let cursorLine = null;
 configureStages(boot.catalogue);
@@ -36,6 +40,7 @@ const editor = createEditor($("#editor"), {
   onChange: (text, replaced) => {
     clearTimeout(draftTimer);
     draftTimer = setTimeout(() => saveDraft(text), 400);
+    markStale();
     // Other code pasted over a lesson's closes its card; edits to the lesson's code keep it.
     if (replaced && lessons.current && lessons.slugFor(text) !== lessons.current) lessons.show(null);
   },
@@ -59,7 +64,6 @@ const run = new RunPanel($("#run"), settings, {
 
 const lessons = new Lessons($("#lesson"), $("#gallery-menu"), boot, {
   onOpen: (source) => { setDoc(editor, source); compile(); },
-  onClose: () => {},
 });
 
 function recolorEditor() {
@@ -95,14 +99,45 @@ function showResult(result, key) {
   panes.setResult(result, key, current?.id ? { job: current.id } : key ? { key } : null);
   setMarks(editor, result ? marksFor(result) : []);
   recolorEditor();
+  markStale();
   if (result?.environment?.torch) showEnvironment(result.environment);
 }
+
+// A result is stale when the editor's code is not the code that ran: a banner says so and the
+// panes are dimmed until the next compile.
+function markStale() {
+  const stale = Boolean(panes.result && current && editor.state.doc.toString() !== current.source);
+  document.body.toggleAttribute("data-stale", stale);
+  $("#stale").hidden = !stale;
+}
+
+// The shown result is forgotten (its job no longer followed, its links gone): other code was
+// loaded into the editor, or is about to be compiled.
+// Resolves once the server has let go of its job.
+function forgetResult() {
+  const previous = current;
+  submits++; // a compile() still waiting for the server drops its job
+  current = null;
+  previous?.stop?.();
+  const cancelled = previous?.id && !previous.finished ? api.cancel(previous.id).catch(() => {}) : null;
+  run.reset();
+  showResult(null, null);
+  $("#cancel").hidden = true;
+  $("#share").disabled = $("#download").disabled = true;
+  document.body.dataset.job = "idle";
+  if (location.pathname !== "/") history.replaceState(null, "", pageUrl("/"));
+  return cancelled; // it frees this client's slot for the next job
+}
+
+// A path of this page that keeps presenter mode on in the address bar.
+const pageUrl = (path) => `${path}${settings.present ? "?present=1" : ""}`;
 
 function showEnvironment(env) {
   const device = env.device ? `${env.device}${env.device_name ? `: ${env.device_name}` : ""}` : "starting ...";
   clear($("#env"), h("span", {}, `torch ${env.torch ?? "?"}`), h("span", {}, `triton ${env.triton ?? "none"}`),
     h("span", {}, device));
-  $("#env").title = Object.entries(env).map(([k, v]) => `${k}: ${v ?? "none"}`).join("\n");
+  const text = (v) => (v && typeof v === "object" ? Object.entries(v).map(([k, x]) => `${k} ${x}`).join(", ") : v ?? "none");
+  $("#env").title = Object.entries(env).map(([k, v]) => `${k}: ${text(v)}`).join("\n");
 }
 
 // ---------------------------------------------------------------- jobs
@@ -147,20 +182,16 @@ function finishJob(key) {
 
 async function compile() {
   if (embedded) return toast("This is a static report: open its code in torchbolt to compile it", 5000);
-  const submit = ++submits;
   const source = editor.state.doc.toString();
-  const previous = current;
-  current = null; // an Escape from here until the server takes this job cancels this job
+  if (source !== current?.source) panes.clearDiffs(); // a diff of other code's stages would mislead
+  const cancelled = forgetResult(); // from here until the server takes this job, an Escape cancels it
+  const submit = submits;
   run.cancelled = false;
-  $("#cancel").hidden = true; // it shows again once the server took this job
-  previous?.stop?.();
-  if (previous?.id && !previous.finished) await api.cancel(previous.id).catch(() => {}); // frees our slot
   for (const key of Object.keys(timing)) delete timing[key];
   timing.submit = performance.now();
   run.start();
-  showResult(null, null);
-  $("#share").disabled = $("#download").disabled = true;
   document.body.dataset.job = "running";
+  await cancelled;
   let job;
   try {
     job = await api.compile(source, settings.options, chosenEnvironment());
@@ -229,125 +260,27 @@ function share() {
     return;
   }
   const url = `${location.origin}/r/${current.key}`;
-  copyText(url);
-  history.replaceState(null, "", `/r/${current.key}`);
-  toast(`Share link copied: ${url}`, 4000);
+  copyText(url, `Share link copied: ${url}`);
+  history.replaceState(null, "", pageUrl(`/r/${current.key}`));
 }
 
 // ---------------------------------------------------------------- toolbar
-// The catalogue's options: a select per choice, a checkbox per switch. A select whose choices
-// include "auto" shows its name too ("device: auto"): "auto" alone would not say what it is.
-function optionControl(option) {
-  const { name, label, help } = option;
-  const save = (value) => { settings.options[name] = value; persist(); };
-  if (option.kind === "bool") {
-    const box = h("input", { type: "checkbox", name, checked: settings.options[name],
-                             onchange: () => save(box.checked) });
-    return h("label", { class: "check", title: help }, box, ` ${label}`);
-  }
-  const prefixed = option.choices.includes("auto");
-  const select = h("select", { name, "aria-label": label, title: help, onchange: () => save(select.value) },
-    option.choices.map((c) => h("option", { value: c, selected: settings.options[name] === c },
-      prefixed ? `${label}: ${c}` : c)));
-  return select;
-}
+const setOptions = (options) => setFormOptions($("#options"), settings, options);
 
-function buildOptions() {
-  const options = pageOptions(boot.catalogue);
-  // Selects first, then the switches, as the toolbar always had them.
-  $("#options").append(...["choice", "bool"].flatMap((kind) =>
-    options.filter((o) => o.kind === kind).map(optionControl)));
-}
-
-function setOptions(options) {
-  for (const [name, value] of Object.entries(options)) {
-    if (!(name in settings.options)) continue;
-    settings.options[name] = value;
-    const field = $(`#options [name="${name}"]`);
-    if (field?.type === "checkbox") field.checked = value;
-    else if (field) field.value = value;
-  }
-}
-
-function buildGallery() {
-  const menu = $("#gallery-menu");
-  for (const example of boot.gallery) {
-    menu.append(h("button", { role: "menuitem", dataset: { slug: example.slug }, onclick: () => {
-      setDoc(editor, example.source);
-      lessons.show(lessons.slugFor(example.source));
-      menu.hidden = true;
-      toast(`Loaded “${example.title}”. Press Ctrl+Enter to compile.`);
-      editor.focus();
-    } }, h("strong", {}, example.title), h("span", {}, example.teaches)));
-  }
-  lessons.buildMenu(() => { menu.hidden = true; });
-  menu.append(...traceLogItem(menu), ...compareItems(menu));
-  $("#gallery-button").onclick = () => { menu.hidden = !menu.hidden; };
-  // Esc closes the menu (and still cancels a running compile: chrome.js's shortcut).
-  document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && !menu.hidden) menu.hidden = true;
-  });
-  document.addEventListener("click", (e) => {
-    if (!e.target.closest(".gallery")) menu.hidden = true;
-  });
-}
-
-// A TORCH_TRACE folder's log files, read by the server into a result shown as a shared one.
-function traceLogItem(menu) {
-  const input = h("input", { type: "file", multiple: true, hidden: true, onchange: async () => {
-    menu.hidden = true;
-    toast("Reading the trace log ...");
-    try {
-      const { key } = await api.traceLog(input.files);
-      location.href = `/r/${key}`;
-    } catch (error) {
-      toast(`Could not read the trace log: ${error.message}`, 8000);
-    }
-    input.value = "";
-  } });
-  return [h("button", { role: "menuitem", id: "open-trace", onclick: () => input.click() },
-    h("strong", {}, "Open a TORCH_TRACE log ..."),
-    h("span", {}, "the files a TORCH_TRACE=DIR run wrote to DIR, shown with the same views")), input];
-}
-
-// ---------------------------------------------------------------- comparing two results
-// Another stored result (a share link's) beside this one: the pane menus list its compiles as
-// "B ..." with its environment, so two runs (two environments, or before and after an edit)
-// diff pane against pane. It stays until "Stop comparing" or a reload; ?compare=KEY opens it.
-async function compareWith(key) {
-  try {
-    const { result } = await api.result(key);
-    panes.setOther({ result, key });
-    document.body.dataset.compare = key;
-    $("#stop-compare").hidden = false;
-    toast("Compared result loaded: pick a “B …” compile in a pane, then “Diff: vs pane N”", 5000);
-  } catch (error) {
-    toast(`Could not load the result to compare with: ${error.message}`, 8000);
-  }
-}
-
-function stopComparing() {
-  panes.setOther(null);
-  delete document.body.dataset.compare;
-  $("#stop-compare").hidden = true;
-}
-
-// A share link (https://.../r/KEY) or its key alone.
-const shareKey = (text) => text.trim().replace(/[?#].*$/, "").split("/").pop();
-
-function compareItems(menu) {
-  const item = (id, title, help, onclick, hidden = false) => h("button", { role: "menuitem", id, hidden,
-    onclick: () => { menu.hidden = true; onclick(); } }, h("strong", {}, title), h("span", {}, help));
-  return [
-    item("compare-with", "Compare with a share link ...", "its compiles join the pane menus as “B …”, to diff two runs",
-         () => { const link = prompt("Share link (or key) of the result to compare with:"); if (link?.trim()) compareWith(shareKey(link)); },
-         Boolean(embedded)), // a static report has no server to ask
-    item("stop-compare", "Stop comparing", "the pane menus list this run's compiles only", stopComparing, true),
-  ];
+// An "All examples" entry: its code in the editor, the previous result gone.
+function loadExample(example) {
+  setDoc(editor, example.source);
+  forgetResult();
+  panes.clearDiffs();
+  lessons.show(lessons.slugFor(example.source));
+  toast(`Loaded “${example.title}”. Press Ctrl+Enter to compile.`);
+  editor.focus();
 }
 
 function applyLook() {
   document.documentElement.dataset.theme = settings.theme;
+  document.documentElement.toggleAttribute("data-present", settings.present);
+  labelOptions($("#options"), settings.present);
   document.documentElement.style.fontSize = `${settings.fontSize}px`;
   setTheme(editor, settings.theme === "dark");
   panes.setTheme(settings.theme === "dark");
@@ -370,6 +303,18 @@ const actions = {
     recolorEditor();
   },
   help: () => $("#help-dialog").showModal(),
+  nextLesson: () => lessons.step(1),
+  previousLesson: () => lessons.step(-1),
+  // Presenter mode (a room's projector): two panes, larger code, long lines wrapped, the lesson
+  // card's buttons in place; also ?present=1. The choice persists with the other settings.
+  present: () => {
+    settings.present = !settings.present;
+    if (settings.present && settings.paneCount > 2) panes.setCount(2);
+    history.replaceState(null, "", pageUrl(location.pathname));
+    syncToggles();
+    applyLook();
+    recolorEditor();
+  },
 };
 
 function syncToggles() {
@@ -377,6 +322,7 @@ function syncToggles() {
     button.setAttribute("aria-pressed", String(Number(button.dataset.panes) === settings.paneCount));
   }
   $("#colors").setAttribute("aria-pressed", String(settings.colorLines));
+  $("#present").setAttribute("aria-pressed", String(settings.present));
 }
 
 function wireToolbar() {
@@ -389,6 +335,7 @@ function wireToolbar() {
   $("#font-down").onclick = actions.fontDown;
   $("#colors").onclick = actions.colors;
   $("#help").onclick = actions.help;
+  $("#present").onclick = actions.present;
   for (const button of document.querySelectorAll("[data-panes]")) {
     button.onclick = () => actions.panes(Number(button.dataset.panes));
   }
@@ -396,8 +343,9 @@ function wireToolbar() {
 }
 
 // ---------------------------------------------------------------- start
-buildOptions();
-buildGallery();
+buildOptions($("#options"), boot.catalogue, settings, persist);
+buildMenu($("#gallery-menu"), $("#gallery-button"), { gallery: boot.gallery, lessons, panes, onExample: loadExample });
+if (settings.present && settings.paneCount > 2 && asked === "1") panes.setCount(2);
 wireToolbar();
 installSplitters(settings, persist);
 installShortcuts(actions);
@@ -425,5 +373,5 @@ if (embedded) { // a static report: the result only, nothing to run
 if (firstVisit && boot.lessons.length) lessons.open(boot.lessons[0].slug); // its result at once when stored
 else if (!boot.share) lessons.show(lessons.slugFor(editor.state.doc.toString()));
 const compareKey = new URLSearchParams(location.search).get("compare");
-if (compareKey && !embedded) await compareWith(compareKey);
+if (compareKey && !embedded) await compareWith(panes, compareKey);
 document.body.dataset.ready = "1";

@@ -9,6 +9,7 @@ import { applyDiffs, compareWithPrevious, diffSelect, previousOf, renderDiffSele
 import { renderKernelList } from "./kernels.js";
 import { kernelKeyOf, linesOfKey, linesOfUsers, userLinesOf } from "./linking.js";
 import { StageTexts } from "./stagetexts.js";
+import { errorStrip, noCompile } from "./states.js";
 import { renderTimings } from "./timings.js";
 import { entryLabel, pickable, programStage } from "./programs.js";
 import { artifactFor, filename, leftOut, optionOf, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
@@ -63,6 +64,13 @@ export class Panes {
   // Another stored result whose compiles the panes may show beside this run's; null: none.
   setOther(other) {
     this.other = other;
+    this.render();
+  }
+
+  // No pane diffed with another: the code changed, and a diff would compare other code's stages.
+  clearDiffs() {
+    for (const state of this.settings.panes) state.diff = null;
+    this.onChange();
     this.render();
   }
 
@@ -144,6 +152,7 @@ class Pane {
     this.compareButton = h("button", { class: "compare", hidden: true,
                                        onclick: () => owner.compare(this.compile().id, this.el.dataset.stage) });
     this.note = h("div", { class: "pane-note" });
+    this.errorStrip = h("div", { class: "pane-error-strip" });
     this.body = h("div", { class: "pane-body" });
     this.el = h("section", { class: "pane", dataset: { index } },
       h("header", { class: "pane-head" },
@@ -153,7 +162,7 @@ class Pane {
         h("button", { class: "icon copy", title: "Copy this stage's text", onclick: () => this.copy() }, "Copy"),
         h("button", { class: "icon download", title: "Download this stage's text",
                       onclick: () => this.download() }, "Save"))),
-      this.note, this.body);
+      this.note, this.errorStrip, this.body);
     this.renderedKey = null;
   }
 
@@ -181,21 +190,24 @@ class Pane {
     const { result, key: resultKey, entry: indexed } = this.origin(picked);
     const stage = resolveStage(indexed, programStage(indexed, this.state.stage));
     const compile = this.owner.texts.complete(indexed, stage); // null: its text is on its way
-    const loading = compile === null;
-    this.artifact = loading ? null : artifactFor(compile, stage, result);
+    const failed = this.owner.texts.failure(indexed, stage);
+    const loading = compile === null && !failed;
+    this.artifact = compile ? artifactFor(compile, stage, result) : null;
     const views = viewsFor(stage, this.artifact);
     const view = views.some(([v]) => v === this.state.view) ? this.state.view : views[0][0];
     this.renderSelects(picked, stage, result);
     this.renderViews(views, view);
     // "Waiting for ..." and "Measuring ..." are replaced when the job ends, even with nothing new.
     const waiting = result?.partial && (!this.artifact || view === "timings");
-    const key = [resultKey, waiting, loading, picked?.id, stage, view, this.artifact?.text.length,
-                 this.owner.dark, this.state.collapse].join("|");
+    const key = [resultKey, waiting, loading, failed, result?.error?.type, picked?.id, stage, view,
+                 this.artifact?.text.length, this.owner.dark, this.state.collapse,
+                 this.owner.settings.present].join("|");
     if (key === this.renderedKey) return;
     this.renderedKey = key;
     this.viewer?.destroy();
     this.viewer = null;
     this.renderNote(stage);
+    clear(this.errorStrip, picked ? errorStrip(result, this.owner.onUserLine) : null);
     clear(this.body);
     this.body.className = `pane-body ${view}`;
     delete this.body.dataset.ready;
@@ -203,6 +215,11 @@ class Pane {
     this.el.dataset.view = view;
     if (!result) {
       this.body.append(h("p", { class: "empty" }, "Compile a script (Ctrl+Enter) to see this stage."));
+    } else if (!picked && view !== "timings") {
+      this.body.append(noCompile(result, this.owner.onUserLine));
+    } else if (failed) {
+      this.body.append(h("p", { class: "empty" }, `Could not load ${stageLabel(stage, indexed)}: ${failed}. `,
+        h("button", { onclick: () => this.owner.texts.retry() }, "Try again")));
     } else if (loading) {
       this.body.append(h("p", { class: "empty" }, `Loading ${stageLabel(stage, indexed)} ...`));
     } else if (view === "timings") {
@@ -232,6 +249,7 @@ class Pane {
         text: python ? this.artifact.source : this.artifact.text,
         lang: python ? "python" : this.artifact.language,
         names: python ? null : this.artifact.names,
+        wrap: this.owner.settings.present, // a projector's pane is narrow: long lines wrap
         onLineClick: (line) => { if (this.viewer && !python) this.owner.selectPaneLine(this, line); },
       });
       this.python = python;

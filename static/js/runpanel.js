@@ -6,7 +6,8 @@
 import { embedded } from "./api.js";
 import { renderCalls } from "./calls.js";
 import { h, clear, lineLink, linkify, safeUrl } from "./dom.js";
-import { stageList } from "./stages.js";
+import { stageLabel, stageList } from "./stages.js";
+import { noBreaks, noCompile } from "./states.js";
 
 const TABS = [["compiles", "Compiles"], ["calls", "Calls"], ["breaks", "Graph breaks"], ["output", "Output"]];
 const RUN = "—"; // the row of the whole run's stages (timings): events without a compile id
@@ -121,8 +122,10 @@ export class RunPanel {
     const compiles = this.result?.compiles ?? [];
     const ids = [...new Set([...compiles.map((c) => c.id), ...this.stages.keys()])];
     if (!ids.length) {
-      clear(panel, h("p", { class: "empty" }, this.state.status === "idle"
-        ? "Compiles appear here, one per compile id (0/0, 1/0 ...)." : "Waiting for the first compile ..."));
+      clear(panel, this.result ? noCompile(this.result, this.onLine) : h("p", { class: "empty" },
+        this.state.status === "idle" ? "Compiles appear here, one per compile id (0/0, 1/0 ...)."
+          : this.state.status === "failed" ? "No result: the run ended before it started."
+            : "Waiting for the first compile ..."));
       return;
     }
     const rows = [];
@@ -154,10 +157,10 @@ export class RunPanel {
       const known = labels[e.stage]; // else a progress marker: graph_break, recompile
       return h("button", { class: `chip stage ${known ? "" : "marker"}`, title: known ? `Show ${known} in the first pane` : e.stage,
                            onclick: known ? () => this.onStage(compileId, e.stage) : null },
-        e.stage, h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
+        stageLabel(e.stage, compile), h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
     }) : stageList(compile).filter(([stage]) => compile?.stages?.[stage]).map(([stage, label]) =>
       h("button", { class: "chip stage", title: `Show ${label} in the first pane`,
-                    onclick: () => this.onStage(id, stage) }, stage));
+                    onclick: () => this.onStage(id, stage) }, label));
     return h("div", { class: "compile-row", dataset: { compile: id } },
       compileId ? h("button", { class: "compile-id", title: "Show this compile in every pane",
                                 onclick: () => this.onCompile(id) }, id) : h("strong", {}, "run"),
@@ -204,7 +207,7 @@ export class RunPanel {
       b.full_reason ? h("details", { class: "full-reason" }, h("summary", {}, "PyTorch's full message"),
         h("pre", {}, b.full_reason)) : null,
       b.user_traceback ? h("pre", { class: "traceback" }, b.user_traceback) : null))
-      : h("p", { class: "empty" }, this.result ? "No graph breaks: every compiled function became whole graphs."
+      : h("p", { class: "empty" }, this.result ? noBreaks(this.result)
         : "Graph breaks are explained here, and marked in the editor's gutter."));
   }
 
@@ -226,8 +229,21 @@ export class RunPanel {
       (r.stage_errors ?? []).map((s) => h("p", { class: "note" },
         `Stage ${s.stage}${s.compile_id ? ` of ${s.compile_id}` : ""} failed: ${s.message}`)),
       h("h4", {}, "stdout"), h("pre", { class: "stdout" }, r.stdout || "(empty)"),
+      replayOutput(r.replay_output),
       r.stderr ? [h("h4", {}, "stderr"), h("pre", { class: "stderr" }, r.stderr)] : null);
   }
+}
+
+// What torchbolt's own timing replays printed (the script's callables called again to time
+// them), folded below the script's output: not the script's.
+function replayOutput(replay) {
+  if (!replay?.lines) return null;
+  const lines = `${replay.lines} line${replay.lines === 1 ? "" : "s"}`;
+  const head = String(replay.head ?? "").replace(/\n$/, "");
+  const shown = head ? head.split("\n").length : 0;
+  return h("details", { class: "replay-output" },
+    h("summary", {}, `torchbolt's timing replays printed ${lines} — not your script's output`),
+    h("pre", {}, head, shown < replay.lines ? `\n… (the first ${shown} of ${lines})` : ""));
 }
 
 // PyTorch's graph-break id (GB0059) as a link to its page on the break, where it gave one.

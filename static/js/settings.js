@@ -1,4 +1,5 @@
-// Choices that survive a reload (theme, font size, panes, split sizes, options, the draft).
+// Choices that survive a reload (theme, font size, panes, split sizes, presenter mode, options,
+// the draft).
 // The options' defaults come from the engine's catalogue.
 
 const KEY = "torchbolt.settings.v1";
@@ -17,6 +18,7 @@ const defaults = {
   editorHeight: 58, // % of the left column
   runTab: "compiles",
   colorLines: true,
+  present: false, // presenter mode (main.js)
 };
 
 // The options the page offers: choices and switches (the time limit stays the server's).

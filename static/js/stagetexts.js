@@ -1,7 +1,7 @@
 // Stage texts on demand. A running job's result comes as an index (`compile.indexed`: each
 // stage without its text, each kernel without its source); a pane asks for the part it shows,
-// once per (compile, stage, size), and is re-rendered when it arrives. A whole result passes
-// through untouched.
+// once per (compile, stage, size), and is re-rendered when it arrives (or failed to: the pane
+// says why and offers to ask again). A whole result passes through untouched.
 
 import { api } from "./api.js";
 
@@ -20,34 +20,50 @@ export class StageTexts {
     this.parts.clear();
   }
 
-  // `compile` with the whole part of `stage`; null while that part loads. An absent stage, or
-  // a compile that is not an index, comes back as it is.
+  // `compile` with the whole part of `stage`; null while that part loads or when it failed to
+  // (`failure` says why). An absent stage, or a compile that is not an index, comes back as it is.
   complete(compile, stage) {
-    if (!compile?.indexed || !this.where) return compile;
-    const kernels = stage === KERNELS;
-    const summary = kernels ? compile.kernels : compile.stages?.[stage];
-    if (!summary || (kernels && !summary.length)) return compile;
-    const size = kernels ? summary.map((k) => k.size).join(",") : summary.size;
-    const key = `${compile.id}|${stage}|${size}`;
+    const key = this.keyOf(compile, stage);
+    if (key === null) return compile;
     if (!this.parts.has(key)) this.load(key, compile.id, stage);
     const part = this.parts.get(key);
-    if (!part) return null;
-    return kernels ? { ...compile, kernels: part.kernels }
+    if (!part || part.error) return null;
+    return stage === KERNELS ? { ...compile, kernels: part.kernels }
       : { ...compile, stages: { ...compile.stages, [stage]: part.artifact } };
+  }
+
+  // Why the part of `stage` could not be loaded; null when it loads or came.
+  failure(compile, stage) {
+    return this.parts.get(this.keyOf(compile, stage))?.error ?? null;
+  }
+
+  // Ask again for the parts that failed.
+  retry() {
+    for (const [key, part] of this.parts) if (part?.error) this.parts.delete(key);
+    this.onLoaded();
+  }
+
+  // The part's key (its size: a running job's part grows), null when there is nothing to ask.
+  keyOf(compile, stage) {
+    if (!compile?.indexed || !this.where) return null;
+    const kernels = stage === KERNELS;
+    const summary = kernels ? compile.kernels : compile.stages?.[stage];
+    if (!summary || (kernels && !summary.length)) return null;
+    const size = kernels ? summary.map((k) => k.size).join(",") : summary.size;
+    return `${compile.id}|${stage}|${size}`;
   }
 
   async load(key, compileId, stage) {
     const where = this.where;
     this.parts.set(key, null);
+    let part;
     try {
-      const part = await api.stage(where, compileId, stage);
-      if (where !== this.where) return;
-      this.parts.set(key, part);
-    } catch {
-      if (where !== this.where) return;
-      this.parts.delete(key); // asked again at the next render (the next poll)
-      return;
+      part = await api.stage(where, compileId, stage);
+    } catch (error) {
+      part = { error: error.message };
     }
+    if (where !== this.where) return;
+    this.parts.set(key, part);
     this.onLoaded();
   }
 }

@@ -28,6 +28,54 @@ function speedupText({ median, low, high }) {
   return `${median.toFixed(2)}× (${low.toFixed(2)}–${high.toFixed(2)}×), ${verdict}`;
 }
 
+// A word with its meaning on hover.
+const term = (word, meaning) => h("abbr", { class: "term", title: meaning }, word);
+const TERMS = {
+  iqr: "interquartile range: the middle half of the samples lay between these two times",
+  busy: "how long the kernels (on a CPU, the operators) ran in one call, from the profiler; " +
+    "the rest of the call is Python, dispatch and launch overhead",
+  hostBound: "host-bound: launching the work takes the host CPU as long as the device takes to run it " +
+    "(or longer), so these times follow the host's speed, which drifts",
+  speedup: "eager's time over compiled's, per pair of neighbouring eager and compiled turns: the " +
+    "median of those ratios, and in brackets the range of the middle half of them",
+};
+
+// Why a speed-up within the noise can't be told on this machine, from what the timing recorded.
+function noiseReasons(entry, series, env) {
+  const { low, high } = series.speedup;
+  const busy = entry.kernels?.totals?.compiled?.busy_share;
+  return [
+    series.host_bound ? "The host CPU paces these calls (it launches the work no faster than the device " +
+      "runs it), and its speed drifts." : null,
+    entry.device === "cuda" && busy != null && busy < 0.5 ? `The GPU was busy for only ${(100 * busy).toFixed(0)} % ` +
+      "of the compiled call: launch overhead decides its time, not the kernels." : null,
+    entry.device !== "cuda" && env.threads ? `This machine runs the script on ${env.threads} CPU ` +
+      `thread${env.threads > 1 ? "s" : ""}, shared with other work, so its timings drift.` : null,
+    high / low > 1.5 ? `From one pair of turns to the next the ratio moved from ${low.toFixed(2)}× to ` +
+      `${high.toFixed(2)}× or more: the machine was busy with other work.` : null,
+  ].filter(Boolean);
+}
+
+// The room's answer first: faster, slower, or can't tell on this machine, and why.
+function speedVerdict(entry, env) {
+  const series = entry.e2e?.warm; // the series to compare first (endToEnd's first row)
+  const s = series?.speedup;
+  if (!s) return h("p", { class: "speed-verdict unclear" }, "No speed verdict: compiled's output differs from eager's.");
+  const times = (x) => `${x.toFixed(x >= 10 ? 0 : 1)}×`;
+  if (s.low > 1) {
+    return h("p", { class: "speed-verdict faster" }, `Faster: compiled runs about ${times(s.median)} as fast ` +
+      `as eager on this machine (the middle half of ${s.pairs} paired turns all say faster).`);
+  }
+  if (s.high < 1) {
+    return h("p", { class: "speed-verdict slower" }, `Slower: compiled takes about ${times(1 / s.median)} ` +
+      `eager's time on this machine (the middle half of ${s.pairs} paired turns all say slower).`);
+  }
+  const reasons = noiseReasons(entry, series, env);
+  return h("p", { class: "speed-verdict unclear" }, "Can't tell on this machine: compiled and eager are within " +
+    `each other's noise (speed-up ${s.median.toFixed(2)}×, between ${s.low.toFixed(2)}× and ${s.high.toFixed(2)}× ` +
+    "in the middle half of the paired turns).", reasons.length ? ` ${reasons.join(" ")}` : "");
+}
+
 export function renderTimings(container, result) {
   if (result.partial) {
     clear(container, h("p", { class: "empty measuring" }, "Measuring… Each compiled callable is timed " +
@@ -65,6 +113,7 @@ function card(entry, env, figures) {
     return h("article", { class: "timing-card" }, head, h("p", { class: "verdict unknown" }, entry.error));
   }
   return h("article", { class: "timing-card" }, head,
+    speedVerdict(entry, env),
     verdict(entry.correctness),
     h("p", { class: "muted" }, `${entry.mode === "forward+backward" ? "forward and backward" : "one call"} ` +
       `under ${entry.grad_mode} · on ${entry.inputs ?? "the recorded arguments"} · clock: ${entry.clock}`),
@@ -110,25 +159,26 @@ function endToEnd(entry) {
                    throughput: "GPU, back-to-back calls",
                    cudagraphs: "GPU, CUDA graphs (mode='reduce-overhead')" };
   const cell = (stats) => h("td", {}, duration(stats.median_ms),
-    h("small", { class: "muted" }, ` IQR ${duration(stats.q1_ms)}–${duration(stats.q3_ms)}`));
+    h("small", { class: "muted" }, " ", term("IQR", TERMS.iqr), ` ${duration(stats.q1_ms)}–${duration(stats.q3_ms)}`));
   const paced = (s) => s.host_bound ? "\nThe host paces these calls (launches take half their " +
     "time or more) and its speed drifts: sampled over a longer span." : "";
   const row = (name, s) => h("tr", { dataset: { series: name } },
-    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}${paced(s)}` }, labels[name]),
+    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}${paced(s)}` },
+      labels[name], s.host_bound ? [" ", h("span", { class: "chip" }, term("host-bound", TERMS.hostBound))] : null),
     cell(s.eager), cell(s.compiled ?? s.cudagraphs),
     s.speedup ? h("td", { class: "speedup", title: `${s.speedup.how ?? ""} (${s.speedup.pairs} pairs)` },
       speedupText(s.speedup))
       : h("td", { class: "speedup mismatch" }, "not reported (outputs differ)"));
   return h("table", { class: "timing-table e2e" },
     h("caption", {}, "End to end, per call (median of interleaved samples)"),
-    h("tr", {}, ["series", "eager", "compiled", "speed-up"].map((c) => h("th", {}, c))),
+    h("tr", {}, ["series", "eager", "compiled", term("speed-up", TERMS.speedup)].map((c) => h("th", {}, c))),
     Object.keys(labels).filter((name) => entry.e2e[name]).map((name) => row(name, entry.e2e[name])));
 }
 
 function launches({ totals }) {
-  const part = (mode) => `${mode} ${+totals[mode].launches_per_call.toFixed(1)} launches, ` +
-    `${duration(totals[mode].us_per_call / 1e3)} busy` +
-    (totals[mode].busy_share != null ? ` (${(100 * totals[mode].busy_share).toFixed(0)}% of the call)` : "");
+  const part = (mode) => [`${mode} ${+totals[mode].launches_per_call.toFixed(1)} launches, ` +
+    `${duration(totals[mode].us_per_call / 1e3)} `, term("busy", TERMS.busy),
+    totals[mode].busy_share != null ? ` (${(100 * totals[mode].busy_share).toFixed(0)}% of the call)` : ""];
   return h("p", { class: "launches" }, h("strong", {}, "Per call: "), part("eager"), " · ", part("compiled"));
 }
 

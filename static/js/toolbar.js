@@ -1,0 +1,46 @@
+// The toolbar's run options, from the engine's catalogue: a select per choice, a checkbox per
+// switch. A select whose choices include "auto" shows its name too ("device: auto": "auto"
+// alone would not say what it is); in presenter mode every select does ("mode: default"), so
+// that a room can read what each menu sets.
+
+import { h } from "./dom.js";
+import { pageOptions } from "./settings.js";
+
+function optionControl(option, settings, persist) {
+  const { name, label, help } = option;
+  const save = (value) => { settings.options[name] = value; persist(); };
+  if (option.kind === "bool") {
+    const box = h("input", { type: "checkbox", name, checked: settings.options[name],
+                             onchange: () => save(box.checked) });
+    return h("label", { class: "check", title: help }, box, ` ${label}`);
+  }
+  const select = h("select", { name, "aria-label": label, title: help, onchange: () => save(select.value),
+                               dataset: { label, prefixed: option.choices.includes("auto") } },
+    option.choices.map((c) => h("option", { value: c, selected: settings.options[name] === c }, c)));
+  return select;
+}
+
+// Each select's choices as "name: value" (`labelled`, or where a choice is "auto") or as "value".
+export function labelOptions(form, labelled) {
+  for (const select of form.querySelectorAll("select[data-label]")) {
+    const prefix = labelled || select.dataset.prefixed === "true" ? `${select.dataset.label}: ` : "";
+    for (const option of select.options) option.textContent = `${prefix}${option.value}`;
+  }
+}
+
+export function buildOptions(form, catalogue, settings, persist) {
+  const options = pageOptions(catalogue);
+  // Selects first, then the switches, as the toolbar always had them.
+  form.append(...["choice", "bool"].flatMap((kind) =>
+    options.filter((o) => o.kind === kind).map((o) => optionControl(o, settings, persist))));
+}
+
+export function setOptions(form, settings, options) {
+  for (const [name, value] of Object.entries(options)) {
+    if (!(name in settings.options)) continue;
+    settings.options[name] = value;
+    const field = form.querySelector(`[name="${name}"]`);
+    if (field?.type === "checkbox") field.checked = value;
+    else if (field) field.value = value;
+  }
+}
