@@ -150,3 +150,15 @@ def test_a_data_dependent_branch_is_headlined_as_pytorch_names_it(gallery_result
     assert brk["reason"] == "Data-dependent branching"
     assert "The branch condition involves a tensor computed as follows:" in brk["explanation"]
     assert "gt(sum_1, 0)" in brk["explanation"]  # the condition's computation, kept
+
+
+def test_the_kernel_profiling_lines_are_explained_where_they_are(gallery_results, worker):
+    """The profiling lines torchbolt's CPU timings add are noted on the output code that holds
+    them (the note quotes the line), not on every run's Output tab (a syntax error's included)."""
+    output_code = gallery_results["mlp_fusion"]["compiles"][0]["stages"]["output_code"]
+    line = output_code["source_note"].split("`")[1]
+    assert line in output_code["text"] and "enable_kernel_profile" in output_code["source_note"]
+    broken = worker.run("import torch\ndef f(:\n", Options(device="cpu"))
+    assert broken["error"]["type"] == "SyntaxError"
+    for result in (gallery_results["mlp_fusion"], broken):
+        assert not [note for note in result["notes"] if "kernel_profile" in note]

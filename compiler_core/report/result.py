@@ -138,6 +138,25 @@ def _notes(records: list[dict], truncated: list[dict]) -> list[str]:
     return [t[:longest] for t in texts[:most]]
 
 
+# What Inductor's cpp.enable_kernel_profile adds to C++ kernels: a RECORD_FUNCTION per kernel
+# (older torch), or only the include of the profiling helpers (torch 2.13).
+PROFILE_MARKERS = ("RECORD_FUNCTION", "#include <torch/csrc/inductor/aoti_runtime/utils.h>")
+
+
+def note_kernel_profile(compiles: list[dict], records: list[dict]) -> None:
+    """Say so on the output code of the compiles whose kernels carry the profiling lines."""
+    if not any(r["name"] == "kernel_profile" for r in records):
+        return
+    for compiled in compiles:
+        stage = compiled["stages"].get("output_code")
+        found = [m for m in PROFILE_MARKERS if stage and m in stage["text"]]
+        if found:
+            stage["source_note"] = (
+                f"torchbolt turned on Inductor's cpp.enable_kernel_profile so that its timings "
+                f"can time each kernel: `{found[0]}` in the kernels comes from it, and a plain "
+                "torch.compile run has no such line")
+
+
 def replay_output(records: list[dict]) -> dict | None:
     """What torchbolt's replays (timings, views) printed, kept apart from the script's stdout."""
     parts = [r["meta"] for r in records if r["name"] == "replay_output"]
@@ -183,6 +202,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     compiles = [build_compile(g, strict, stage_errors)
                 for g in group_by_compile(records, user_file)]
     part = _Extraction(CompileRecords(None, user_file, records), strict, stage_errors).step
+    part("kernel_profile", lambda: note_kernel_profile(compiles, records), None)
     stage_errors += [_stage_error(None, r["meta"]) for r in records  # run-level steps: timings,
                      if r["name"] == "stage_error" and r["compile_id"] is None]  # GPU preview
     recompile_list = part("recompiles", lambda: with_failed_guards(recompiles(records),

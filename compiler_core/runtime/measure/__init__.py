@@ -1,7 +1,7 @@
 """Kernels and timings, around the user's script in the worker child.
 
-`before_script`: a note on the CPU's kernel profiling (set in `runtime.config` when timings
-are measured), autotuning hooks (GPU). `after_script`: the GPU's Triton kernels with their
+`before_script`: a record that the CPU's kernels carry profiling lines (set in `runtime.config`
+when timings are measured; the output code's pane says so), autotuning hooks (GPU). `after_script`: the GPU's Triton kernels with their
 lowering stages, the timings of every compiled callable (unless the `measure` option is off),
 and with the `gpu_preview` option the preview of the kernels an H200 would run (meant for
 CPU-only machines; on a GPU it lets the preview be checked against the kernels that ran). Each
@@ -25,11 +25,8 @@ NOT_MEASURED = "Timings were not measured: the job's 'measure' option was off."
 
 
 def before_script(session: CaptureSession, device: str, timings: bool) -> None:
-    if device == "cpu" and timings:
-        session.writer.emit("note", None, None, text=(
-            "Each C++ kernel in the generated code carries a RECORD_FUNCTION line (Inductor's "
-            "cpp.enable_kernel_profile) so that the profiler can time it; without torchbolt "
-            "that line is absent."))
+    if device == "cpu" and timings:  # runtime.config turned on cpp.enable_kernel_profile
+        session.writer.emit("kernel_profile", None, None)
     if device == "cuda":
         # The process's warm-up compiled a kernel before the job: it is not the job's.
         session.kernels_before = triton_kernels.WARM_UP_KERNELS
