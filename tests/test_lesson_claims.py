@@ -162,3 +162,10 @@ def test_the_kernel_profiling_lines_are_explained_where_they_are(gallery_results
     assert broken["error"]["type"] == "SyntaxError"
     for result in (gallery_results["mlp_fusion"], broken):
         assert not [note for note in result["notes"] if "kernel_profile" in note]
+
+
+def test_the_two_guard_counts_say_what_they_count(gallery_results):
+    compiled = compiles(gallery_results["recompile_on_shape_change"])["0/0"]
+    note = compiled["stages"]["metrics"]["source_note"]
+    assert f"guard_count {compiled['stages']['metrics']['values']['guard_count']} " in note
+    assert f"lists the {len(compiled['stages']['guards']['guards'])} checks" in note

@@ -17,7 +17,7 @@ from .callsite import frame_of, user_line
 from . import names
 from .census import census
 from .conform import conform
-from .stages import EXTRACTORS, export, torchscript, triton_ir
+from .stages import EXTRACTORS, export, metrics, torchscript, triton_ir
 from .stages.breaks import graph_breaks, recompiles
 from .stages.guards import with_failed_guards
 from .stages.kernels import extract_kernels
@@ -85,6 +85,7 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
     for module in EXTRACTORS:
         stages.update(step(module.__name__, lambda m=module: m.extract(group), {}))
     step("names", lambda: names.annotate(stages), None)
+    step("guard_counts", lambda: metrics.explain_guard_counts(stages), None)
     stage_errors += [_stage_error(group.compile_id, r["meta"]) for r in group.all("stage_error")]
     no_frame = {"name": None, "filename": None, "line": None, "qualname": None}
     return {"id": group.compile_id, "frame": step("frame", lambda: frame_of(group), no_frame),

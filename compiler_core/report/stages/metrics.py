@@ -30,3 +30,17 @@ def extract(compile_records) -> dict:
                      json.dumps(summary, indent=2, default=str))
     stage["values"] = values
     return {"metrics": stage}
+
+
+def explain_guard_counts(stages: dict) -> None:
+    """Say on the metrics what their `guard_count` counts beside the Guards pane's list: a room
+    saw "guard_count: 10" beside "14 guards" and asked which is right."""
+    metrics, guards = stages.get("metrics"), stages.get("guards")
+    count = (metrics or {}).get("values", {}).get("guard_count")
+    if guards is None or not isinstance(count, int):
+        return
+    metrics["source_note"] = (
+        f"guard_count {count} counts the guards Dynamo installed (PyTorch's CompilationMetrics); "
+        f"the Guards pane lists the {len(guards.get('guards', []))} checks of the guard tree "
+        "built from them (shape relations and the checks on the way to each value included), "
+        "so the two count different things")
