@@ -2,7 +2,8 @@
 `torchbolt run SCRIPT.py [...]` and `torchbolt report ...` (the engine's CLI,
 `python -m compiler_core run|report`).
 
-Each subcommand loads only its own side: `run` and `report` never import Flask.
+Each subcommand loads only its own side: `run` and `report` never import Flask. In IPython or
+Jupyter, `%load_ext torchbolt` adds the `%%torchbolt` cell magic (compiler_core/notebook.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ def main(argv: list[str] | None = None) -> int:
         return engine([command, *rest])
     print(USAGE, file=sys.stderr if command not in ("-h", "--help") else sys.stdout, end="")
     return 0 if command in ("-h", "--help") else 2
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext torchbolt` in IPython or Jupyter: the `%%torchbolt` cell magic
+    (compiler_core/notebook.py)."""
+    from compiler_core.notebook import load_ipython_extension as load
+    load(ipython)
 
 
 if __name__ == "__main__":

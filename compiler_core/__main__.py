@@ -18,7 +18,7 @@ import os
 import sys
 
 from .errors import ErrorKind
-from .options import USER_OPTIONS, Option, Options, OptionsError
+from .options import Options, OptionsError, add_flags, from_flags
 from .report.result import build_result
 from .report.static_html import report_html
 from .report.trace_log import placeholder_source, trace_result
@@ -42,20 +42,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     report.add_argument("--source", metavar="SCRIPT.py",
                         help="with --trace-dir: the traced script, shown beside its stages")
     for parser_ in (run, report):
-        for option in USER_OPTIONS:
-            add_option(parser_, option)
+        add_flags(parser_)
     args = parser.parse_args(argv)
     if args.command == "report" and (args.script is None) == (args.trace_dir is None):
         parser.error("report: give SCRIPT.py or --trace-dir DIR (one of them)")
     return args
-
-
-def add_option(parser: argparse.ArgumentParser, option: Option) -> None:
-    """`--name` (choice or number) or `--name/--no-name` (bool), from the option's spec."""
-    kind = {"choice": {"choices": option.choices}, "number": {"type": float},
-            "bool": {"action": argparse.BooleanOptionalAction}}[option.kind]
-    parser.add_argument(f"--{option.name.replace('_', '-')}", dest=option.name,
-                        default=option.default, help=option.help, **kind)
 
 
 def progress(event: dict) -> None:
@@ -102,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             description="Run jobs from a Redis broker (see README, Scale out)."), argv[1:]))
     args = parse_args(argv)
     try:
-        options = Options(**{option.name: getattr(args, option.name) for option in USER_OPTIONS})
+        options = from_flags(args)
         if args.command == "report" and args.trace_dir:
             source, result = trace_dir_result(args)
         else:

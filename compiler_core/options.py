@@ -100,6 +100,22 @@ SPECS = {option.name: option for option in OPTIONS}
 USER_OPTIONS = tuple(option for option in OPTIONS if option.user)
 
 
+def add_flags(parser) -> None:
+    """Each user option as a command-line flag of an argparse parser: `--name` (choice or
+    number) or `--name/--no-name` (bool). The CLI and the notebook's magic share them."""
+    import argparse
+    for option in USER_OPTIONS:
+        kind = {"choice": {"choices": option.choices}, "number": {"type": float},
+                "bool": {"action": argparse.BooleanOptionalAction}}[option.kind]
+        parser.add_argument(f"--{option.name.replace('_', '-')}", dest=option.name,
+                            default=option.default, help=option.help, **kind)
+
+
+def from_flags(args) -> "Options":
+    """The options an argparse namespace (from `add_flags`) holds."""
+    return Options(**{option.name: getattr(args, option.name) for option in USER_OPTIONS})
+
+
 def option_catalogue() -> list[dict]:
     """The options a user may choose, as JSON."""
     return [option.to_json() for option in USER_OPTIONS]

@@ -1,0 +1,150 @@
+"""torchbolt in a notebook: `%load_ext torchbolt`, then a cell that starts with
+
+    %%torchbolt [--device cpu|cuda] [--mode ...] [--measure/--no-measure] [--gpu-preview] ...
+
+runs the cell's code through the engine, as any job (in the sandbox, in a fresh process of the
+worker's), and shows the result inline: a progress line while it runs (each stage as it
+arrives), then the same self-contained report `torchbolt report` writes, in an iframe, working
+offline. `%torchbolt report PATH` writes the last cell's report to a file.
+
+The cell runs in a fresh process, not in the notebook's kernel, so it sees none of the
+notebook's variables or imports: it must be a whole script. A NameError says so and names the
+missing name. The flags are the CLI's (`options.add_flags`, from the one option spec). In a
+plain IPython terminal the cell shows a text summary instead of the report.
+
+IPython is needed only here (`pip install torchbolt[notebook]`); nothing else imports this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import html
+import shlex
+import time
+
+from .errors import ErrorKind
+from .options import add_flags, from_flags
+from .report.result import build_result
+from .report.static_html import report_html
+from .supervisor.worker import Worker, WorkerError
+
+CELL_FILE = "cell.py"  # the name errors and stages give the cell's code
+IFRAME_HEIGHT_PX = 640
+
+
+class Session:
+    """The notebook's warm worker (started at the first cell, closed with the kernel) and the
+    last cell's run, for `%torchbolt report`."""
+
+    def __init__(self) -> None:
+        self.worker: Worker | None = None
+        self.last: tuple[str, dict, dict] | None = None  # source, options, result
+
+    def run(self, source: str, options, listener) -> dict:
+        if self.worker is None:
+            self.worker = Worker().start()
+            atexit.register(self.worker.close)
+        try:
+            result = self.worker.run(source, options, user_file=CELL_FILE, listener=listener)
+        except WorkerError as exc:
+            result = build_result([], CELL_FILE, {"options": options.to_dict(),
+                                                  "error": ErrorKind.WORKER_ERROR.error(str(exc))})
+        self.last = (source, options.to_dict(), result)
+        return result
+
+
+def cell_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="%%torchbolt",
+                                     description="Run the cell under torch.compile with torchbolt.")
+    add_flags(parser)
+    return parser
+
+
+class Progress:
+    """One line updated in place: what the job is doing, each stage as it arrives."""
+
+    def __init__(self, display) -> None:
+        self._display, self._started, self._stages = display, time.monotonic(), []
+        self._handle = display(self._bundle("starting the worker ..."), raw=True, display_id=True)
+
+    def _bundle(self, text: str) -> dict:
+        line = f"torchbolt [{time.monotonic() - self._started:5.1f}s] {text}"
+        return {"text/plain": line, "text/html": f"<code>{html.escape(line)}</code>"}
+
+    def __call__(self, event: dict) -> None:
+        if event["type"] == "status":
+            text = "running the cell ..."
+        elif event["type"] == "stage":
+            self._stages.append(f"{event['compile_id'] or '-'} {event['stage']}")
+            text = f"{len(self._stages)} stages; last: {self._stages[-1]}"
+        else:
+            return
+        self._handle.update(self._bundle(text), raw=True)
+
+    def done(self, text: str) -> None:
+        self._handle.update(self._bundle(text), raw=True)
+
+
+def summary(result: dict) -> str:
+    """The result in a few lines of text (a terminal, or the report's alt text)."""
+    lines = [f"{len(result['compiles'])} compiles, {len(result['graph_breaks'])} graph breaks, "
+             f"{len(result['recompiles'])} recompiles"]
+    lines += [f"  {c['id']} {c['frame'].get('name') or ''}: {', '.join(c['stages'])}"
+              for c in result["compiles"]]
+    lines += [f"  graph break at line {b['line']}: {b.get('gb_type') or b['reason']}"
+              for b in result["graph_breaks"]]
+    error = result["error"]
+    if error:
+        line = f" (line {error['line']})" if error.get("line") else ""
+        lines.append(f"error: {error['type']}{line}: {error['message']}")
+    return "\n".join(lines)
+
+
+def explain_name_error(result: dict) -> None:
+    """A NameError in a cell is most often a name the notebook defined: say why it is missing."""
+    error = result["error"]
+    if error and error["type"] == "NameError":
+        error["message"] += (" (the cell runs in a fresh process, not in the notebook's kernel: "
+                             "define or import every name it uses in the cell itself)")
+
+
+def report_iframe(source: str, options: dict, result: dict) -> str:
+    """The report, self-contained, in an iframe of the notebook's output (no network)."""
+    document = report_html(source, options, result)
+    return (f'<iframe srcdoc="{html.escape(document, quote=True)}" title="torchbolt report" '
+            f'style="width:100%;height:{IFRAME_HEIGHT_PX}px;border:1px solid #ccc"></iframe>')
+
+
+def load_ipython_extension(ipython) -> None:
+    from IPython.display import display
+
+    session = Session()
+
+    def torchbolt(line: str, cell: str | None = None):
+        """%%torchbolt [flags] runs the cell; %torchbolt report PATH writes the last report."""
+        words = shlex.split(line)
+        if cell is None:
+            return write_report(session, words)
+        try:
+            options = from_flags(cell_parser().parse_args(words))
+        except SystemExit:  # argparse printed what is wrong (or the help)
+            return None
+        progress = Progress(display)
+        result = session.run(cell, options, progress)
+        explain_name_error(result)
+        progress.done("done" if not result["error"] else f"ended: {result['error']['type']}")
+        display({"text/plain": summary(result),
+                 "text/html": report_iframe(cell, options.to_dict(), result)}, raw=True)
+
+    ipython.register_magic_function(torchbolt, magic_kind="line_cell", magic_name="torchbolt")
+
+
+def write_report(session: Session, words: list[str]) -> str:
+    if len(words) != 2 or words[0] != "report":
+        raise ValueError("usage: %torchbolt report PATH (after a %%torchbolt cell)")
+    if session.last is None:
+        raise ValueError("no %%torchbolt cell has run yet")
+    with open(words[1], "w", encoding="utf-8") as fh:
+        fh.write(report_html(*session.last))
+    return f"wrote {words[1]}"
