@@ -39,5 +39,10 @@ def load_ipython_extension(ipython) -> None:
     load(ipython)
 
 
+def unload_ipython_extension(ipython) -> None:
+    from compiler_core.notebook import unload_ipython_extension as unload
+    unload(ipython)
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -30,6 +30,7 @@ from .report.static_html import report_html
 from .supervisor.worker import Worker, WorkerError
 
 CELL_FILE = "cell.py"  # the name errors and stages give the cell's code
+SESSIONS: dict[int, "Session"] = {}  # per IPython shell (one in a kernel)
 IFRAME_HEIGHT_PX = 640
 
 
@@ -40,6 +41,12 @@ class Session:
     def __init__(self) -> None:
         self.worker: Worker | None = None
         self.last: tuple[str, dict, dict] | None = None  # source, options, result
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            atexit.unregister(self.worker.close)
+            self.worker = None
 
     def run(self, source: str, options, listener) -> dict:
         if self.worker is None:
@@ -119,7 +126,7 @@ def report_iframe(source: str, options: dict, result: dict) -> str:
 def load_ipython_extension(ipython) -> None:
     from IPython.display import display
 
-    session = Session()
+    session = SESSIONS[id(ipython)] = Session()
 
     def torchbolt(line: str, cell: str | None = None):
         """%%torchbolt [flags] runs the cell; %torchbolt report PATH writes the last report."""
@@ -138,6 +145,13 @@ def load_ipython_extension(ipython) -> None:
                  "text/html": report_iframe(cell, options.to_dict(), result)}, raw=True)
 
     ipython.register_magic_function(torchbolt, magic_kind="line_cell", magic_name="torchbolt")
+
+
+def unload_ipython_extension(ipython) -> None:
+    """`%unload_ext torchbolt`: the notebook's worker stops (its zygote and job processes)."""
+    session = SESSIONS.pop(id(ipython), None)
+    if session is not None:
+        session.close()
 
 
 def write_report(session: Session, words: list[str]) -> str:

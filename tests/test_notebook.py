@@ -106,3 +106,17 @@ def test_the_saved_notebooks_report_renders_offline(notebook, browser):
     page.screenshot(path=os.path.join(ROOT, "test-artifacts", "notebook_output.png"))
     context.close()
     assert all(url.startswith(("file:", "data:", "about:")) for url in loads), loads
+
+
+def test_a_plain_ipython_terminal_gets_a_text_summary(capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    try:
+        shell.extension_manager.load_extension("torchbolt")
+        shell.run_cell(BREAK_CELL)
+    finally:
+        shell.extension_manager.unload_extension("torchbolt")  # its worker stops
+        InteractiveShell.clear_instance()
+    printed = capsys.readouterr().out
+    assert "2 compiles, 1 graph breaks" in printed and "graph break at line 5" in printed
+    assert "<iframe" not in printed  # the HTML stays for frontends that show it
