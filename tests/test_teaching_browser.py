@@ -139,7 +139,7 @@ def test_a_first_visit_opens_on_the_first_lesson_with_its_result(page, app, live
     assert f"Lesson 1 of {len(lessons)}" in card and lessons[0][0].concept in card
     assert "class GraphModule" in page.inner_text(f"{pane(page, 0)} .cm-content")  # no empty pane
     assert not page.locator(".pane .empty").count()
-    assert page.get_attribute(".lesson-next", "title") == lessons[1][0].concept
+    assert page.get_attribute(".lesson-next", "title") == f"{lessons[1][0].concept} (Alt+N)"
     page.click("#gallery-button")
     assert page.locator("#gallery-menu [data-lesson]").all_inner_texts()[0].startswith(
         f"1. {lessons[0][0].concept}")

@@ -4,7 +4,7 @@
 // lines; FX node renames are not changes).
 
 import { h, clear } from "./dom.js";
-import { markRows } from "./editor.js";
+import { markRows, scrollToLine } from "./editor.js";
 import { diffLines } from "./diff.js";
 import { isGraphStage } from "./stages.js";
 
@@ -74,7 +74,10 @@ export function applyDiffs(panes) {
     const shown = own != null && other != null;
     const fx = shown && isGraphStage(pane.el.dataset.stage) && isGraphStage(partner.el.dataset.stage);
     const diff = shown ? (side === "old" ? diffLines(own, other, { fx }) : diffLines(other, own, { fx })) : null;
-    if (pane.viewer) markRows(pane.viewer, "diff", diff ? diff[side === "old" ? "left" : "right"] : new Set(), `tb-diff-${side}`);
+    const changed = diff ? diff[side === "old" ? "left" : "right"] : new Set();
+    if (pane.viewer) markRows(pane.viewer, "diff", changed, `tb-diff-${side}`);
+    // The first change in view, unless the pane shows a failed guard (panes.js scrolled to it).
+    if (pane.viewer && changed.size && !pane.failedShown) scrollToLine(pane.viewer, Math.min(...changed));
     pane.el.dataset.diff = diff ? side : "";
     clear(pane.diffInfo, !partner ? "" : !diff ? "diff: text views only" : summary(diff, side, fx));
     pane.diffInfo.title = !partner ? "" : diff ? `Marked: lines ${side === "old" ? "removed or changed"

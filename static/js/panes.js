@@ -206,6 +206,7 @@ class Pane {
     this.renderedKey = key;
     this.viewer?.destroy();
     this.viewer = null;
+    this.failedShown = false;
     this.renderNote(stage);
     clear(this.errorStrip, picked ? errorStrip(result, this.owner.onUserLine) : null);
     clear(this.body);
@@ -306,11 +307,14 @@ class Pane {
     clear(this.note, parts.join(" · ") || stageLabel(stage));
   }
 
-  // The guards whose failure made Dynamo recompile (the recompile's reason names them).
+  // The guards whose failure made Dynamo recompile (the recompile's reason names them), the
+  // first scrolled into view.
   markFailedGuards(result, id) {
     const rows = [...failedGuards(result, id).keys()]
       .map((index) => this.artifact.guards?.[index]?.row).filter(Boolean);
     markRows(this.viewer, "failed", new Set(rows), "tb-failed");
+    this.failedShown = rows.length > 0;
+    if (this.failedShown) scrollToLine(this.viewer, Math.min(...rows));
   }
 
   applyTheme() {

@@ -49,10 +49,9 @@ function noiseReasons(entry, series, env) {
       "runs it), and its speed drifts." : null,
     entry.device === "cuda" && busy != null && busy < 0.5 ? `The GPU was busy for only ${(100 * busy).toFixed(0)} % ` +
       "of the compiled call: launch overhead decides its time, not the kernels." : null,
-    entry.device !== "cuda" && env.threads ? `This machine runs the script on ${env.threads} CPU ` +
-      `thread${env.threads > 1 ? "s" : ""}, shared with other work, so its timings drift.` : null,
-    high / low > 1.5 ? `From one pair of turns to the next the ratio moved from ${low.toFixed(2)}× to ` +
-      `${high.toFixed(2)}× or more: the machine was busy with other work.` : null,
+    entry.device !== "cuda" && env.threads ? `It ran on ${env.threads} CPU thread${env.threads > 1 ? "s" : ""}: ` +
+      "other work on them makes CPU timings drift." : null,
+    high / low > 1.5 ? "The ratios spread widely: other work on the machine slowed some turns." : null,
   ].filter(Boolean);
 }
 
@@ -224,7 +223,7 @@ async function drawFigures(container, figures) {
   for (const [plot, { data, layout: { title, ...layout } }] of figures) {
     if (!plot.isConnected) return; // the pane moved on
     await window.Plotly.newPlot(plot, data, {
-      ...layout, margin: { l: 8, r: 8, t: 8, b: 8 }, paper_bgcolor: "rgba(0,0,0,0)",
+      ...layout, margin: { l: 56, r: 8, t: 8, b: 8 }, // l: room for the y axis's title, whatever its ticks paper_bgcolor: "rgba(0,0,0,0)",
       plot_bgcolor: "rgba(0,0,0,0)", font: { color: fg }, xaxis: axis(layout.xaxis), yaxis: axis(layout.yaxis),
       legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom", bgcolor: "rgba(0,0,0,0)" },
     }, { displaylogo: false, responsive: true });
