@@ -43,6 +43,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="with --trace-dir: the traced script, shown beside its stages")
     for parser_ in (run, report):
         add_flags(parser_)
+        parser_.add_argument("--fresh-cache", action="store_true",
+                             help="build every kernel afresh instead of reusing torchbolt's "
+                                  f"build cache ({default_cache_dir()})")
     args = parser.parse_args(argv)
     if args.command == "report" and (args.script is None) == (args.trace_dir is None):
         parser.error("report: give SCRIPT.py or --trace-dir DIR (one of them)")
@@ -61,9 +64,18 @@ def read_text(path: str) -> str:
         return fh.read()
 
 
-def run_script(source: str, path: str, options: Options) -> dict:
-    """The result of running the script (its source, its absolute path) in a fresh worker."""
-    worker = Worker(warm=False)  # one job: a warm-up would only add its own compile
+def default_cache_dir() -> str:
+    """Where the CLI keeps Inductor's and Triton's build caches from run to run."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "torchbolt")
+
+
+def run_script(source: str, path: str, options: Options, fresh_cache: bool = False) -> dict:
+    """The result of running the script (its source, its absolute path) in a fresh worker.
+    One trusted user's runs share a build cache: kernels built before from the same source are
+    reused (`Worker(cache_dir=...)`), unless `fresh_cache`."""
+    # One job: a warm-up would only add its own compile.
+    worker = Worker(warm=False, cache_dir=None if fresh_cache else default_cache_dir())
     try:
         result = worker.run(source, options, user_file=path, listener=progress)
     except WorkerError as exc:  # the engine itself failed: still one result, with the error
@@ -99,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             path = os.path.abspath(args.script)
             source = read_text(path)
-            result = run_script(source, path, options)
+            result = run_script(source, path, options, args.fresh_cache)
     except (OptionsError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -11,12 +11,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_cli(tmp_path, source: str, *flags: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """The CLI on `source`, its build cache in `tmp_path/cache` (not the user's own)."""
     script = tmp_path / "script.py"
     script.write_text(source)
     out = tmp_path / "out.json"
     proc = subprocess.run([sys.executable, "-m", "compiler_core", "run", str(script),
                            "--json", str(out), "--device", "cpu", *flags],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
     return proc, json.loads(out.read_text())
 
 
@@ -54,3 +56,23 @@ def test_cli_rejects_a_missing_script(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "compiler_core", "run", str(tmp_path / "no.py")],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "No such file" in proc.stderr
+
+
+def test_the_build_cache_is_reused_and_hides_no_stage(tmp_path):
+    """A second run reuses the kernels the first built (same source, same cache entry) and still
+    shows every stage: only the caches that skip code generation stay off. `--fresh-cache`
+    builds afresh and leaves the cache alone."""
+    source = "import torch\nf = torch.compile(lambda x: x.sin() * 2)\nprint(f(torch.ones(3)))\n"
+    first_proc, first = run_cli(tmp_path, source, "--no-measure", "--no-views")
+    cache = tmp_path / "cache" / "torchbolt" / "inductor-cache"
+    built = sorted(p.name for p in cache.rglob("*.so"))
+    assert first_proc.returncode == 0 and built, first_proc.stderr
+    second_proc, second = run_cli(tmp_path, source, "--no-measure", "--no-views")
+    assert second_proc.returncode == 0, second_proc.stderr
+    assert sorted(p.name for p in cache.rglob("*.so")) == built  # reused, none built again
+    assert set(second["compiles"][0]["stages"]) == set(first["compiles"][0]["stages"])
+    assert {"output_code", "ir_post_fusion", "post_grad_graph"} <= set(second["compiles"][0]["stages"])
+    before = {p: p.stat().st_mtime for p in cache.rglob("*")}
+    fresh_proc, fresh = run_cli(tmp_path, source, "--no-measure", "--no-views", "--fresh-cache")
+    assert fresh_proc.returncode == 0 and "output_code" in fresh["compiles"][0]["stages"]
+    assert {p: p.stat().st_mtime for p in cache.rglob("*")} == before

@@ -7,6 +7,7 @@ once per job, before the capture hooks attach and the script runs.
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 
@@ -17,10 +18,22 @@ def configure_process() -> None:
     """Before any compile in the process (the zygote's warm-up, or a bench's own process).
 
     - `compile_threads = 1`: no compile-worker pool, which a fork of the zygote would orphan;
-    - `force_disable_caches`: every compile does the full work, so no cache hides a stage."""
+    - `force_disable_caches`: every compile does the full work, so no cache hides a stage;
+      or, with a build cache of one trusted user's (`TORCHBOLT_BUILD_CACHE`, the CLI's), only
+      the caches that skip code generation off (FX graph, AOTAutograd, autotuning results,
+      Dynamo's profile-guided dynamic shapes): every stage is still generated, and a kernel
+      built before from the same source is reused (a graph-break script: 8.8 s instead of
+      21.3 s for plain Python on this 2-core machine, 7.8 s with every cache on)."""
+    import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
     inductor_config.compile_threads = 1
-    inductor_config.force_disable_caches = True
+    if os.environ.get("TORCHBOLT_BUILD_CACHE"):
+        inductor_config.fx_graph_cache = False
+        inductor_config.autotune_local_cache = False
+        functorch_config.enable_autograd_cache = False
+        torch._dynamo.config.automatic_dynamic_local_pgo = False
+    else:
+        inductor_config.force_disable_caches = True
 
 
 def configure_capture() -> None:

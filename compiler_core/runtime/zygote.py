@@ -108,8 +108,9 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
         jail.mount_job_files(slot["job_dir"], slot["disk_mb"], slot.get("warm_dir"))
         jail.drop_privileges()
     os.chdir(slot["job_dir"])
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(slot["job_dir"], "inductor-cache")
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(slot["job_dir"], "triton-cache")
+    caches = os.environ.get("TORCHBOLT_BUILD_CACHE") or slot["job_dir"]  # the CLI's, or the job's
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(caches, "inductor-cache")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(caches, "triton-cache")
     if slot["warm_fresh"]:
         import torch
         warm_up("cuda" if torch.cuda.is_available() else "cpu", *warm_lock)

@@ -33,6 +33,7 @@ NOBODY = 65534
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENGINE_MOUNT = "/opt/torchbolt"
 JOB_DIR = "/job"  # the job's own tmpfs, mounted per job by jail.py
+CACHE_MOUNT = "/opt/torchbolt-cache"  # where jobs see the CLI's build cache (Worker(cache_dir))
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/sys")
 TOOLS = ("cc", "c++", "gcc", "g++", "bwrap")
 PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME",
@@ -100,15 +101,18 @@ def _gpu_devices() -> list[str]:
             for arg in ("--dev-bind-try", device, device)]
 
 
-def _view_args() -> list[str]:
-    """The file system jobs see: an allow-list of read-only mounts on a fresh tmpfs root."""
+def _view_args(writable: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """The file system jobs see: an allow-list of read-only mounts on a fresh tmpfs root, and
+    the `writable` (host folder, where jobs see it) pairs read-write (the CLI's build cache)."""
     mounts = [*_python_dirs(), *_tool_dirs()]
     args = ["--clearenv", "--dev", "/dev", *_gpu_devices(), "--dir", "/tmp", "--dir", JOB_DIR]
-    for parent in _parents_to_open([*mounts, f"{ENGINE_MOUNT}/compiler_core"]):
+    inside = [dest for _, dest in writable]
+    for parent in _parents_to_open([*mounts, *inside, f"{ENGINE_MOUNT}/compiler_core"]):
         args += ["--perms", "0755", "--dir", parent]  # e.g. /root, so `nobody` can pass
     for path in (*SYSTEM_DIRS, *mounts):
         args += ["--ro-bind-try", path, path]
-    return args + ["--ro-bind", ENGINE_DIR, f"{ENGINE_MOUNT}/compiler_core"]
+    return args + ["--ro-bind", ENGINE_DIR, f"{ENGINE_MOUNT}/compiler_core",
+                   *(arg for pair in writable for arg in ("--bind", *pair))]
 
 
 def _namespace_args(env: dict[str, str]) -> list[str]:
@@ -122,7 +126,8 @@ def _namespace_args(env: dict[str, str]) -> list[str]:
     return args
 
 
-def bwrap_command(command: list[str], env: dict[str, str]) -> list[str]:
+def bwrap_command(command: list[str], env: dict[str, str],
+                  writable: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """The zygote's sandbox: bwrap in a user namespace of its own (as on any machine with
     unprivileged user namespaces) over the allow-listed file system.
 
@@ -134,12 +139,24 @@ def bwrap_command(command: list[str], env: dict[str, str]) -> list[str]:
     one covers /proc with its own, so no job ever sees the host's."""
     bwrap = shutil.which("bwrap") or "bwrap"
     if os.getuid() != 0:
-        return [bwrap, *_view_args(), *_namespace_args(env), *command]
-    outer = [bwrap, "--die-with-parent", *_view_args(), "--bind", "/proc", "/proc",
+        return [bwrap, *_view_args(writable), *_namespace_args(env), *command]
+    outer = [bwrap, "--die-with-parent", *_view_args(writable), "--bind", "/proc", "/proc",
              "--cap-add", "CAP_SETUID,CAP_SETGID", "--", shutil.which("setpriv") or "setpriv",
              f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
              "--bounding-set=-all"]
-    return [*outer, bwrap, "--ro-bind", "/", "/", *_namespace_args(env), *command]
+    inner_binds = [arg for _, dest in writable for arg in ("--bind", dest, dest)]
+    return [*outer, bwrap, "--ro-bind", "/", "/", *inner_binds, *_namespace_args(env), *command]
+
+
+def prepare_cache_dir(path: str, sandboxed: bool) -> str:
+    """The CLI's build cache folder, created if missing; for sandboxed jobs of a root process
+    it is given to the sandbox's `nobody` (jobs write it), everything in it included."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if sandboxed and os.getuid() == 0:
+        for root, dirs, files in os.walk(path):
+            for name in (root, *(os.path.join(root, n) for n in (*dirs, *files))):
+                os.lchown(name, NOBODY, NOBODY)
+    return path
 
 
 @functools.lru_cache(maxsize=1)

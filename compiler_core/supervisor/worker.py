@@ -66,16 +66,21 @@ class Worker:
     unsandboxed), True requires it (WorkerError when missing), False never uses it."""
 
     def __init__(self, sandbox: bool | None = None, timing_lock: str | None = None,
-                 warm: bool = True) -> None:
+                 warm: bool = True, cache_dir: str | None = None) -> None:
         """`timing_lock`: a lock file that each job holds, with flock, for its timings only,
         and a GPU job's process for its warm-up: jobs of workers sharing it compile at once but
         never time at once, nor while a job process warms up. On a GPU machine the default is
         the GPU's own (`gpu_lock_path`), which all workers of this machine share.
         `warm=False`: no CPU warm-up compile in the zygote, which only later jobs gain from (the
-        CLI runs one job; its first compile pays what a plain `python script.py` pays)."""
+        CLI runs one job; its first compile pays what a plain `python script.py` pays).
+        `cache_dir`: a folder of one trusted user's (the CLI's) where jobs keep Inductor's and
+        Triton's build caches from run to run (kernels built from the same source are reused;
+        the caches that would skip code generation stay off, so every stage still appears).
+        Never for a server: there a cache written by one job must not be read by another."""
         self.requested_sandbox = sandbox
         self.timing_lock = timing_lock
         self.warm = warm
+        self.cache_dir = cache_dir
         self.sandboxed = False
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -105,9 +110,14 @@ class Worker:
         env = {**sandbox.environment(), "TORCHBOLT_PROTOCOL_FD": str(theirs.fileno())}
         if not self.warm:
             env["TORCHBOLT_WARM"] = "0"
+        writable: tuple[tuple[str, str], ...] = ()
+        if self.cache_dir:  # jobs see it at a path of their own (their /tmp is private)
+            cache = sandbox.prepare_cache_dir(os.path.abspath(self.cache_dir), self.sandboxed)
+            inside = sandbox.CACHE_MOUNT if self.sandboxed else cache
+            writable, env["TORCHBOLT_BUILD_CACHE"] = ((cache, inside),), inside
         command = [sys.executable, "-m", "compiler_core.runtime.zygote"]
         if self.sandboxed:
-            command = sandbox.bwrap_command(command, env)
+            command = sandbox.bwrap_command(command, env, writable)
         else:
             env["PYTHONPATH"] = PACKAGE_ROOT
         log = open(self._log_path, "w")
