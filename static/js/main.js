@@ -134,8 +134,8 @@ const pageUrl = (path) => `${path}${settings.present ? "?present=1" : ""}`;
 
 function showEnvironment(env) {
   const device = env.device ? `${env.device}${env.device_name ? `: ${env.device_name}` : ""}` : "starting ...";
-  clear($("#env"), h("span", {}, `torch ${env.torch ?? "?"}`), h("span", {}, `triton ${env.triton ?? "none"}`),
-    h("span", {}, device));
+  clear($("#env"), h("span", {}, `torch ${env.torch ?? "?"}`), " ", h("span", {}, `triton ${env.triton ?? "none"}`),
+    " ", h("span", {}, device)); // spaces: where the line may wrap
   const text = (v) => (v && typeof v === "object" ? Object.entries(v).map(([k, x]) => `${k} ${x}`).join(", ") : v ?? "none");
   $("#env").title = Object.entries(env).map(([k, v]) => `${k}: ${text(v)}`).join("\n");
 }
