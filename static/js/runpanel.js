@@ -41,6 +41,7 @@ export class RunPanel {
   }
 
   reset() {
+    clearInterval(this.timer); // a run's clock stops with it
     this.stages = new Map(); // compile id -> [{stage, t}]
     this.result = null;
     this.state = { status: "idle" };
