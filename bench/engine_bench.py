@@ -4,8 +4,11 @@
     followed by `tlparse` on the log (goal <= 0.3x);
 (b) capture overhead inside a warm process: the same compile with all capture on vs off
     (goal <= 1.15x); each side runs in its own fresh process with identical warm-up;
-(c) submit -> first stage event (Dynamo graph) on a warm worker (goal <= 1.0 s).
-Medians of N repeats, measured in one run on this machine; JSON to --out.
+(c) submit -> first stage event (Dynamo graph) on a warm worker (goal <= 1.0 s);
+(d) the one-shot CLI, `torchbolt run --no-measure SCRIPT`, against the same TORCH_TRACE +
+    tlparse flow on a graph-break script, both warm (each side's own caches primed by a run
+    before) and cold (fresh cache folders on both sides), runs interleaved (goal <= 1.1x each).
+Medians of N repeats, measured in one run on this machine; JSON to --out (`--only cli`: (d) alone).
 """
 
 from __future__ import annotations
@@ -52,6 +55,37 @@ def todays_workflow(path: str, cold: bool) -> float:
         subprocess.run(["tlparse", logs[0], "-o", os.path.join(trace_dir, "out"),
                         "--overwrite", "--no-browser"], check=True, capture_output=True)
         return time.monotonic() - started
+
+
+def cli_run(path: str, cache_home: str) -> float:
+    """`torchbolt run --no-measure` of the script, its build cache under `cache_home`."""
+    with tempfile.TemporaryDirectory() as out:
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "compiler_core", "run", path, "--no-measure",
+                        "--json", os.path.join(out, "result.json")], cwd=ROOT, check=True,
+                       capture_output=True, env={**os.environ, "XDG_CACHE_HOME": cache_home})
+        return time.monotonic() - started
+
+
+def bench_cli(repeats: int) -> dict:
+    path = get_example(FIRST_EVENT_SCRIPT).path
+    runs: dict[str, list[float]] = {"cli_warm": [], "trace_warm": [], "cli_cold": [],
+                                    "trace_cold": []}
+    with tempfile.TemporaryDirectory() as warm_home:
+        cli_run(path, warm_home)  # prime both sides' caches
+        todays_workflow(path, cold=False)
+        for _ in range(repeats):
+            runs["cli_warm"].append(cli_run(path, warm_home))
+            runs["trace_warm"].append(todays_workflow(path, cold=False))
+            with tempfile.TemporaryDirectory() as cold_home:
+                runs["cli_cold"].append(cli_run(path, cold_home))
+            runs["trace_cold"].append(todays_workflow(path, cold=True))
+    med = {side: median(values) for side, values in runs.items()}
+    return {"script": FIRST_EVENT_SCRIPT, "median_s": med,
+            "ratio_warm": round(med["cli_warm"] / med["trace_warm"], 3),
+            "ratio_cold": round(med["cli_cold"] / med["trace_cold"], 3),
+            "runs_s": {side: [round(v, 2) for v in values] for side, values in runs.items()},
+            "goal": "ratio <= 1.1 warm and cold"}
 
 
 def run_timed(worker: Worker, example, measure: bool = True) -> tuple[float, float]:
@@ -140,9 +174,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "engine.json"))
     parser.add_argument("--overhead-child", choices=("on", "off"))
+    parser.add_argument("--only", choices=("all", "cli"), default="all")
     args = parser.parse_args()
     if args.overhead_child:
         print(json.dumps(overhead_child(args.overhead_child == "on", args.repeats)))
+        return
+    if args.only == "cli":
+        write(args.out, {"machine": f"{platform.node()} {os.cpu_count()} cores",
+                         "repeats": args.repeats, "d_cli_vs_torch_trace_tlparse":
+                         bench_cli(args.repeats)})
         return
     worker = Worker().start()
     warm_s = worker.wait_ready()
@@ -154,8 +194,13 @@ def main() -> None:
     finally:
         worker.close()
     report["b_capture_overhead"] = bench_overhead(args.repeats)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
+    report["d_cli_vs_torch_trace_tlparse"] = bench_cli(args.repeats)
+    write(args.out, report)
+
+
+def write(path: str, report: dict) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as fh:
         json.dump(report, fh, indent=2)
     print(json.dumps(report, indent=2))
 

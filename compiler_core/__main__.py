@@ -53,10 +53,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def progress(event: dict) -> None:
-    """One line per stage as it arrives (the job announces each stage of a compile once)."""
+    """One line per stage as it arrives (the job announces each stage of a compile once), and
+    one per long step after the script (timings, views) saying what it does."""
     if event["type"] == "stage":
         where = event["compile_id"] or "-"
         print(f"[{event['t']:7.2f}s] {where:>5} {event['stage']}", file=sys.stderr, flush=True)
+    elif event["type"] == "phase":
+        print(f"[{event['t']:7.2f}s]       {event['step']} ...", file=sys.stderr, flush=True)
 
 
 def read_text(path: str) -> str:

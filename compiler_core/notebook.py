@@ -85,6 +85,8 @@ class Progress:
         elif event["type"] == "stage":
             self._stages.append(f"{event['compile_id'] or '-'} {event['stage']}")
             text = f"{len(self._stages)} stages; last: {self._stages[-1]}"
+        elif event["type"] == "phase":
+            text = f"{len(self._stages)} stages; {event['step']} ..."
         else:
             return
         self._handle.update(self._bundle(text), raw=True)

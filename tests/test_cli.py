@@ -28,6 +28,7 @@ def test_cli_runs_a_script_and_streams_progress(tmp_path):
                                      "--no-measure")
     assert proc.returncode == 0, proc.stderr
     assert "0/0 dynamo_graph" in proc.stderr and "0/0 aot_inference" in proc.stderr
+    assert "tracing the Core ATen and prims views ..." in proc.stderr  # a long step says so
     assert result["stdout"] == "torch.Size([3])\n"
     assert result["options"]["backend"] == "aot_eager" and result["options"]["measure"] is False
     assert "output_code" not in result["compiles"][0]["stages"]  # aot_eager runs no Inductor

@@ -148,6 +148,8 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
                 if not entry.signatures:
                     writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
                                 "called, so it compiled nothing: call the compiled callable.")
+            if options.measure:
+                writer.emit("phase", None, None, step="timing the compiled calls against eager")
             with replay_output.set_aside(writer):
                 measure.after_script(recorder, session, device, preview=options.gpu_preview,
                                      timings=options.measure, timing_lock_fd=timing_lock_fd)
@@ -155,6 +157,7 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:
         if session is not None and options.views:
+            writer.emit("phase", None, None, step="tracing the Core ATen and prims views")
             with replay_output.set_aside(writer):
                 session.emit_views()  # last: every stage PyTorch produced is recorded first
         sys.stdout.flush()

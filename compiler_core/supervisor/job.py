@@ -7,7 +7,8 @@
 Events, in order, each passed to `listener` as it happens: `{"type": "status", "status":
 "running"}` when the script starts, then one `{"type": "stage", "stage", "compile_id", "t"}` per
 stage of a compile id as its first record arrives (the stage registry says which record
-announces which stage). The partial result is built from the records so far, so a page can show
+announces which stage), and a `{"type": "phase", "step", "t"}` when a long step after the script
+begins (timings, views). The partial result is built from the records so far, so a page can show
 every stage captured before the job ends.
 
 Records come from the job, so the job keeps at most `records_per_job` of them and
@@ -116,6 +117,8 @@ class Job:
                 return False
             self._records.append(record)
             self._record_bytes += size
+        if record["name"] == "phase" and isinstance(record["meta"].get("step"), str):
+            self._emit({"type": "phase", "step": record["meta"]["step"][:200], "t": record["t"]})
         stage = RECORD_STAGE.get(record["name"])
         if stage and (record["compile_id"], stage) not in self._announced:
             self._announced.add((record["compile_id"], stage))
