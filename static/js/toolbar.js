@@ -15,7 +15,7 @@ function optionControl(option, settings, persist) {
     return h("label", { class: "check", title: help }, box, ` ${label}`);
   }
   const select = h("select", { name, "aria-label": label, title: help, onchange: () => save(select.value),
-                               dataset: { label, prefixed: option.choices.includes("auto") } },
+                               dataset: { label, prefixed: option.choices.includes("auto") ? "1" : "" } },
     option.choices.map((c) => h("option", { value: c, selected: settings.options[name] === c }, c)));
   return select;
 }
@@ -23,7 +23,7 @@ function optionControl(option, settings, persist) {
 // Each select's choices as "name: value" (`labelled`, or where a choice is "auto") or as "value".
 export function labelOptions(form, labelled) {
   for (const select of form.querySelectorAll("select[data-label]")) {
-    const prefix = labelled || select.dataset.prefixed === "true" ? `${select.dataset.label}: ` : "";
+    const prefix = labelled || select.dataset.prefixed ? `${select.dataset.label}: ` : "";
     for (const option of select.options) option.textContent = `${prefix}${option.value}`;
   }
 }
