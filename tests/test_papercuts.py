@@ -22,6 +22,26 @@ torch.compile(lambda x: x.sin() + 1, backend=backend)(torch.ones(3))
 '''
 
 
+def test_the_output_so_far_is_in_the_partial_result_and_kept_on_cancel(worker):
+    """What the script printed shows while it runs, and a cancel keeps it (it was lost)."""
+    import threading
+    import time
+
+    from compiler_core import Job
+    job = Job("import time\nprint('before the wait', flush=True)\ntime.sleep(60)\n",
+              Options(device="cpu", timeout=30))
+    runner = threading.Thread(target=worker.execute, args=(job,))
+    runner.start()
+    deadline = time.monotonic() + 60
+    while "before the wait" not in ((job.partial_result() or {}).get("stdout") or ""):
+        assert time.monotonic() < deadline, job.partial_result()
+        time.sleep(0.1)
+    job.cancel()
+    runner.join(60)
+    assert job.result["error"]["type"] == "Cancelled"
+    assert job.result["stdout"] == "before the wait\n"
+
+
 def test_print_tabular_works_in_a_job(worker):
     result = worker.run(TABULAR, Options(device="cpu"))
     assert result["error"] is None, result["error"]

@@ -9,7 +9,8 @@ Events, in order, each passed to `listener` as it happens: `{"type": "status", "
 stage of a compile id as its first record arrives (the stage registry says which record
 announces which stage), and a `{"type": "phase", "step", "t"}` when a long step after the script
 begins (timings, views). The partial result is built from the records so far, so a page can show
-every stage captured before the job ends.
+every stage captured before the job ends, and what the script printed so far (a handle
+cancelled while the run goes on keeps it).
 
 Records come from the job, so the job keeps at most `records_per_job` of them and
 `record_bytes_per_job` bytes (`compiler_core/limits.py`); past either, `over_limit` names the
@@ -50,6 +51,7 @@ class Job:
         self._rebuild_after = 0.0  # monotonic time before which the partial result stands
         self._record_bytes = 0
         self.over_limit: str | None = None  # the record limit the job went past, if any
+        self.live_output = None  # () -> {"stdout", "stderr"} so far, set by the worker
         self._cancel = threading.Event()
         self._lock = threading.Lock()
 
@@ -64,17 +66,23 @@ class Job:
 
     @property
     def version(self) -> int:
-        """Grows with the records the partial result reflects, and once more when the final
-        result is set."""
+        """Changes whenever the partial result would: with the records and what the script
+        printed (once more when the final result is set)."""
         if self.result is not None:
             return len(self._records) + 1
         if self._partial is not None and time.monotonic() < self._rebuild_after:
             return self._partial[0]
-        return len(self._records)
+        return self._so_far()[2]
 
     def records(self) -> list[dict]:
         with self._lock:
             return list(self._records)
+
+    def _so_far(self) -> tuple[list[dict], dict, int]:
+        """The records, the output so far and a number that grows with either."""
+        records = self.records()
+        output = self.live_output() if self.live_output else {}
+        return records, output, len(records) + sum(map(len, output.values()))
 
     def stop_for(self, limit_name: str) -> None:
         """Keep no more records: the job went past `limit_name` (the worker then stops it)."""
@@ -82,18 +90,19 @@ class Job:
             self.over_limit = self.over_limit or limit_name
 
     def partial_result(self) -> dict | None:
-        """The final result, or while running one built from the records so far
+        """The final result, or while running one built from the records and output so far
         (`"partial": true`); None before the script started."""
         if self.result is not None or self.user_file is None:
             return self.result
         cached = self._partial
         if cached is not None and time.monotonic() < self._rebuild_after:
             return cached[1]
-        records = self.records()
-        if cached is None or cached[0] != len(records):
+        records, output, version = self._so_far()
+        if cached is None or cached[0] != version:
             # Built outside the lock, so the worker's thread keeps adding records meanwhile.
             started = time.monotonic()
-            cached = (len(records), {**build_result(records, self.user_file), "partial": True})
+            cached = (version, {**build_result(records, self.user_file, output),
+                                "partial": True})
             took = time.monotonic() - started
             self._partial = cached
             self._rebuild_after = time.monotonic() + max(MIN_REBUILD_S, REBUILD_FACTOR * took)

@@ -27,7 +27,7 @@ import time
 from . import sandbox
 from ..options import Options
 from ..report.records import RecordTail
-from .ending import JobOutcome, job_result
+from .ending import JobOutcome, job_result, read_capped
 from .job import Job
 from .slot import JOBS_ROOT, Slot, open_lock, remove_stale_jobs
 
@@ -218,6 +218,8 @@ class Worker:
             slot.group.set_limits(options.memory_mb << 20, options.pids)
         outcome = JobOutcome()
         tail = RecordTail(slot.path("records.jsonl"))
+        job.live_output = lambda: {name: read_capped(slot.path(f"{name}.txt"), options.output_limit)
+                                   for name in ("stdout", "stderr")}
         started = self._supervise(slot, job, outcome, tail,
                                   {"user_file": inner_file, "options": options.to_dict()})
         slot.kill(dump_traceback=False, sandboxed=self.sandboxed)  # anything left running
