@@ -35,12 +35,12 @@ def main(argv: list[str] | None = None) -> int:
 def load_ipython_extension(ipython) -> None:
     """`%load_ext torchbolt` in IPython or Jupyter: the `%%torchbolt` cell magic
     (compiler_core/notebook.py)."""
-    from compiler_core.notebook import load_ipython_extension as load
+    from compiler_core import load_ipython_extension as load
     load(ipython)
 
 
 def unload_ipython_extension(ipython) -> None:
-    from compiler_core.notebook import unload_ipython_extension as unload
+    from compiler_core import unload_ipython_extension as unload
     unload(ipython)
 
 

@@ -28,6 +28,7 @@ from .report.static_html import PAGE_ASSETS, report_html
 from .report.stages import GRAPH_STAGES
 from .report.trace_log import placeholder_source, trace_result
 from .supervisor.job import Job, empty_result
+from .notebook import load_ipython_extension, unload_ipython_extension
 from .supervisor.uploads import TraceError, read_trace_folder
 from .supervisor.sandbox import SandboxCheck
 from .supervisor.sandbox import check as sandbox_check
@@ -57,5 +58,6 @@ __all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "Grap
            "build_result", "capture_this_process", "catalogue", "compress_result", "empty_result",
            "engine_version", "environment_id", "environment_identity", "expand_result",
            "get_example", "graph_view", "limit", "list_examples", "list_gpu_examples",
-           "list_lessons", "placeholder_source", "read_trace_folder", "redact_url", "report_html",
-           "result_index", "sandbox_check", "stage_part", "trace_result"]
+           "list_lessons", "load_ipython_extension", "placeholder_source", "read_trace_folder",
+           "redact_url", "report_html", "result_index", "sandbox_check", "stage_part",
+           "trace_result", "unload_ipython_extension"]
