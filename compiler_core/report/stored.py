@@ -31,11 +31,13 @@ def _texts(result: dict) -> list[tuple[int, dict, str, str]]:
     return sorted(found, key=lambda item: -item[0])
 
 
-def _fits(data: bytes) -> tuple[bool, bytes | None]:
+def _fits(result: dict) -> tuple[bool, bytes, bytes | None]:
+    """(within both limits, the result's JSON, its compressed form when the JSON is within)."""
+    data = json.dumps(result).encode("utf-8")
     if len(data) > limit("result_bytes"):
-        return False, None
+        return False, data, None
     blob = zlib.compress(data, LEVEL)
-    return len(blob) <= limit("result_compressed_bytes"), blob
+    return len(blob) <= limit("result_compressed_bytes"), data, blob
 
 
 def _drop(holder: dict, key: str, size: int) -> None:
@@ -49,10 +51,10 @@ def _drop(holder: dict, key: str, size: int) -> None:
 
 def compress_result(result: dict) -> bytes:
     """The stored form of `result`, its largest texts dropped first when over the limits."""
-    fits, blob = _fits(json.dumps(result).encode("utf-8"))
+    fits, data, blob = _fits(result)
     if fits:
         return blob
-    result = json.loads(json.dumps(result))  # a copy: the caller's result stays whole
+    result = json.loads(data)  # a copy: the caller's result stays whole
     truncated = result.setdefault("truncated", [])
     for size, holder, key, what in _texts(result):
         if size < 1000:
@@ -61,13 +63,11 @@ def compress_result(result: dict) -> bytes:
         truncated.append({"limit": "result_compressed_bytes",
                           "message": f"{what}: {size:,} characters dropped from the stored result"})
         if len(truncated) % 8 == 0 or size < 1 << 20:  # re-measure now and then, not each drop
-            fits, blob = _fits(json.dumps(result).encode("utf-8"))
+            fits, _, blob = _fits(result)
             if fits:
                 return blob
-    fits, blob = _fits(json.dumps(result).encode("utf-8"))
-    if fits:
-        return blob
-    return _fits(json.dumps(_skeleton(result)).encode("utf-8"))[1]
+    fits, _, blob = _fits(result)
+    return blob if fits else _fits(_skeleton(result))[2]
 
 
 def _skeleton(result: dict) -> dict:
