@@ -38,14 +38,13 @@ def set_aside(writer):
 
 
 def _record(writer, fd: int) -> None:
-    size = os.fstat(fd).st_size
+    """One pass over the replay file: its lines counted, its first `HEAD_BYTES` kept."""
+    size, lines, head = os.fstat(fd).st_size, 0, b""
+    os.lseek(fd, 0, os.SEEK_SET)
+    while chunk := os.read(fd, 1 << 20):
+        head, lines = head or chunk[:HEAD_BYTES], lines + chunk.count(b"\n")
     if size:
-        os.lseek(fd, 0, os.SEEK_SET)
-        head = os.read(fd, HEAD_BYTES).decode("utf-8", errors="replace")
-        lines = 0
-        os.lseek(fd, 0, os.SEEK_SET)
-        while chunk := os.read(fd, 1 << 20):
-            lines += chunk.count(b"\n")
-        writer.emit("replay_output", None, None, bytes=size, lines=lines, head=head)
+        writer.emit("replay_output", None, None, bytes=size, lines=lines,
+                    head=head.decode("utf-8", errors="replace"))
     os.close(fd)
     os.unlink(FILE)
