@@ -29,8 +29,7 @@ def gallery_callables() -> dict:
     """Each example's compiled callable and its eager original on its first call's arguments,
     the script run as the reference runs it (`gpu_reference.record_compiles`)."""
     import torch
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from gpu_reference import GRAD_MODES, record_compiles
+    from gpu_reference import GRAD_MODES, record_compiles  # bench/ is this script's folder
     out = {}
     for name in EXAMPLES:
         real = torch.compile
@@ -55,7 +54,7 @@ def gallery_callables() -> dict:
 def timings(sides: dict) -> dict:
     """do_bench rounds for `SPAN_S`, the sides taking turns; their paired speed-up; per-call
     events per side."""
-    from gpu_reference import per_call_ms  # bench/ is on the path (`gallery_callables`)
+    from gpu_reference import per_call_ms  # bench/ is this script's folder
     from triton.testing import do_bench
     rounds = {side: [] for side in sides}
     deadline, i = time.monotonic() + SPAN_S, 0

@@ -1,10 +1,11 @@
 """Kernels and timings, around the user's script in the worker child.
 
 `before_script`: a record that the CPU's kernels carry profiling lines (set in `runtime.config`
-when timings are measured; the output code's pane says so), autotuning hooks (GPU). `after_script`: the GPU's Triton kernels with their
-lowering stages, the timings of every compiled callable (unless the `measure` option is off),
-and with the `gpu_preview` option the preview of the kernels an H200 would run (meant for
-CPU-only machines; on a GPU it lets the preview be checked against the kernels that ran). Each
+when timings are measured; the output code's pane says so), autotuning hooks (GPU).
+`after_script`: the GPU's Triton kernels with their lowering stages, the timings of every
+compiled callable (unless the `measure` option is off), and with the `gpu_preview` option the
+preview of the kernels an H200 would run (meant for CPU-only machines; on a GPU it lets the
+preview be checked against the kernels that ran). Each
 step failing costs that step only (a `stage_error` record without a compile id names it); the
 profiler's and compilers' chatter goes to /dev/null rather than the user's stderr.
 """
