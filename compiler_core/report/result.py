@@ -140,8 +140,10 @@ def _notes(records: list[dict], truncated: list[dict]) -> list[str]:
 
 
 # What Inductor's cpp.enable_kernel_profile adds to C++ kernels: a RECORD_FUNCTION per kernel
-# (older torch), or only the include of the profiling helpers (torch 2.13).
-PROFILE_MARKERS = ("RECORD_FUNCTION", "#include <torch/csrc/inductor/aoti_runtime/utils.h>")
+# (older torch), or on torch 2.13 an RAIIAtenRecordFunctionHandle per kernel and the include of
+# the profiling helpers; the note quotes the first found.
+PROFILE_MARKERS = ("RECORD_FUNCTION", "RAIIAtenRecordFunctionHandle",
+                   "#include <torch/csrc/inductor/aoti_runtime/utils.h>")
 
 
 def note_kernel_profile(compiles: list[dict], records: list[dict]) -> None:
