@@ -65,6 +65,23 @@ def test_matmul_is_a_library_kernel_with_flops(results):
     assert timing["plots"]["kernels"]["data"]
 
 
+def test_an_in_place_epilogue_counts_its_buffer_read_and_written(results):
+    """The bias+GELU epilogue updates the matmul's output in place (an `in_out_ptr`): it reads
+    and writes m x n bf16 values and reads the bias, whichever source counts its bytes; no
+    kernel's rate passes the copy bandwidth measured on the same device."""
+    (timing,) = results["matmul_epilogue"]["timings"]
+    (epilogue,) = [r for r in timing["kernels"]["compiled"] if r["kind"] == "triton"]
+    m, n = 8192, 4096  # the gallery example's shapes on a GPU
+    assert epilogue["gb_per_call"] * 1e9 == pytest.approx(2 * m * n * 2 + n * 2, rel=0.01)
+    assert "read and written" in epilogue["bytes_source"]
+    copy = timing["peaks"]["copy_gbps"]
+    for name in ("matmul_epilogue", "pointwise_chain"):
+        rows = results[name]["timings"][0]["kernels"]["compiled"]
+        rates = {r["name"]: r["gbps"] for r in rows if r.get("gbps")}
+        print(name, {k: round(v) for k, v in rates.items()}, "copy", round(copy))
+        assert rates and max(rates.values()) <= copy * 1.02, (rates, copy)  # 2 %: two clocks
+
+
 def test_gallery_graph_break_runs_on_the_gpu_through_the_worker(worker):
     """The CPU gallery's graph-break example, on CUDA: both graphs compile to Triton kernels."""
     from compiler_core.gallery import get_example

@@ -202,7 +202,9 @@ function kernelTable(mode, kernels) {
     h("td", { class: "kernel-name", title: r.name + (r.grid ? `\ngrid ${r.grid} · block ${r.block} · ` +
       `${r.registers} registers` : "") }, shortName(r.name)),
     h("td", {}, r.kind), h("td", {}, +r.launches.toFixed(1)), h("td", {}, duration(r.us_per_call / 1e3)),
-    rates.map(([key, , format]) => h("td", {}, r[key] != null ? format(r[key]) : "")));
+    rates.map(([key, , format]) => h("td", key === "gbps" && r.bytes_source ? // where its bytes come from
+      { title: `${magnitude(r.gb_per_call * 1e3)} MB per call: ${r.bytes_source}` } : {},
+    r[key] != null ? format(r[key]) : "")));
   return h("details", { class: "kernels", open: mode === "compiled", dataset: { mode } },
     h("summary", {}, `${mode === "compiled" ? "Compiled" : "Eager"} per kernel (${rows.length} rows; ` +
       `${kernels.cache}, ${kernels.calls_profiled} calls profiled)`),

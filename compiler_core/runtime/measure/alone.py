@@ -8,6 +8,7 @@ it wrote, which the profiler's in-call rows show."""
 from __future__ import annotations
 
 import statistics
+from itertools import zip_longest
 from typing import NamedTuple
 
 import torch
@@ -51,11 +52,23 @@ def capture_launches(call) -> dict[str, Launch]:
     return seen
 
 
-def argument_bytes(launches: dict[str, Launch]) -> dict[str, int]:
-    """Bytes of each kernel's tensor arguments at its captured launch."""
-    return {name: sum(a.numel() * a.element_size() for a in launch.args
-                      if isinstance(a, torch.Tensor))
+def moved_bytes(launches: dict[str, Launch]) -> dict[str, int]:
+    """Bytes each kernel reads and writes at its captured launch, from its tensor arguments:
+    once each, twice for an `in_out_ptr` (Inductor's name for a buffer the kernel reads and
+    writes in place, e.g. a matmul's bias+GELU epilogue on the matmul's output)."""
+    return {name: sum(arg.numel() * arg.element_size() * (2 if param.startswith("in_out_ptr")
+                                                         else 1)
+                      for arg, param in zip_longest(launch.args, parameter_names(launch),
+                                                    fillvalue="")
+                      if isinstance(arg, torch.Tensor))
             for name, launch in launches.items()}
+
+
+def parameter_names(launch: Launch) -> list[str]:
+    """The kernel's parameter names, in launch order (Triton's JITFunction, else Inductor's
+    signature)."""
+    return list(getattr(launch.autotuner.fn, "arg_names", None)
+                or launch.autotuner.triton_meta.get("signature", {}))
 
 
 def time_alone(launches: dict[str, Launch], clock, flush) -> dict[str, float]:
