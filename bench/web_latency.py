@@ -9,7 +9,11 @@ its event stream, as the page gets them. Each job is a new source (no stored res
   first `stage` event, and until `done`;
 - warm_first_stage_s, warm_full_result_s: medians of later jobs, each submitted after the server
   sat idle for `IDLE_S` (a warm server);
-- back_to_back_first_stage_s: median of jobs submitted the moment the previous one ended.
+- back_to_back_first_stage_s: median of jobs submitted the moment the previous one ended;
+- chain: `CHAIN` jobs in a row, each submitted the moment the one before ended (what one worker's
+  pool of warm standbys must keep up with): first stage of each, median and max after the first;
+- room: `--room-users` users from distinct addresses, spread evenly over `--room-seconds`,
+  against a server of `--room-workers` workers: first stage and full result p50 / p90.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDLE_S = 10.0
+CHAIN = 8
 SCRIPT = ("import torch\n\n\ndef f(x):\n    return torch.nn.functional.gelu(x * 2) + 1\n\n\n"
           "x = torch.randn(1024, 1024, device='cuda' if torch.cuda.is_available() else 'cpu')\n"
           "print(torch.compile(f)(x).sum().item())\n")
@@ -54,10 +60,12 @@ def wait_until_serving(port: int, server: subprocess.Popen, timeout: float = 600
     raise TimeoutError("the server did not answer")
 
 
-def timed_job(port: int, source: str, device: str) -> dict:
-    """Submit over HTTP, follow the event stream: seconds to the first stage and to done."""
+def timed_job(port: int, source: str, device: str, address: str = "127.0.0.1") -> dict:
+    """Submit over HTTP from `address`, follow the event stream: seconds to the first stage
+    and to done."""
     started = time.monotonic()
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600,
+                                      source_address=(address, 0))
     conn.request("POST", "/api/compile", json.dumps({"source": source,
                                                      "options": {"device": device}}),
                  {"Content-Type": "application/json"})
@@ -87,14 +95,63 @@ def job_costs(conn: http.client.HTTPConnection, job: str) -> dict:
             "timing_phases_s": [t.get("phases_s") for t in result.get("timings", [])]}
 
 
-def measure(device: str = "auto", warm_jobs: int = 3) -> dict:
+def start_server(workers: int = 1) -> tuple[subprocess.Popen, int]:
     port, data = free_port(), tempfile.mkdtemp(prefix="torchbolt-web-latency-")
-    started = time.monotonic()
-    server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port),
-                               "--data-dir", data], cwd=ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port), "--data-dir",
+                               data, "--workers", str(workers)], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    wait_until_serving(port, server)
+    return server, port
+
+
+def stop(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGTERM)
+    server.wait(60)
+
+
+def percentile(values: list[float], q: int) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def chain(port: int, device: str) -> dict:
+    jobs = [timed_job(port, SCRIPT + f"# chain {i}\n", device) for i in range(CHAIN)]
+    later = [j["first_stage_s"] for j in jobs[1:]]
+    return {"first_stage_s": [round(j["first_stage_s"], 3) for j in jobs],
+            "median_after_first_s": statistics.median(later), "max_after_first_s": max(later),
+            "errors": [j["error"] for j in jobs if j["error"]]}
+
+
+def room(device: str, users: int, seconds: float, workers: int) -> dict:
+    """`users` users, each from its own address, submitting at evenly spread moments."""
+    server, port = start_server(workers)
+    time.sleep(IDLE_S)  # every worker's standbys warm, as before a talk
+    out: dict[int, dict] = {}
+
+    def user(i: int) -> None:
+        time.sleep(i * seconds / users)
+        out[i] = timed_job(port, SCRIPT + f"# room user {i}\n", device, f"127.0.0.{10 + i}")
     try:
-        wait_until_serving(port, server)
+        threads = [threading.Thread(target=user, args=(i,)) for i in range(users)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        stop(server)
+    firsts = [j["first_stage_s"] for j in out.values()]
+    dones = [j["done_s"] for j in out.values()]
+    return {"users": users, "seconds": seconds, "workers": workers,
+            "first_stage_p50_s": percentile(firsts, 50), "first_stage_p90_s": percentile(firsts, 90),
+            "full_result_p50_s": percentile(dones, 50), "full_result_p90_s": percentile(dones, 90),
+            "errors": [j["error"] for j in out.values() if j["error"]]}
+
+
+def measure(device: str = "auto", warm_jobs: int = 3) -> dict:
+    started = time.monotonic()
+    server, port = start_server()
+    try:
         ready = time.monotonic() - started
         first = timed_job(port, SCRIPT + "# job 0\n", device)
         warm, back_to_back = [], []
@@ -102,11 +159,12 @@ def measure(device: str = "auto", warm_jobs: int = 3) -> dict:
             time.sleep(IDLE_S)
             warm.append(timed_job(port, SCRIPT + f"# warm {i}\n", device))
             back_to_back.append(timed_job(port, SCRIPT + f"# back to back {i}\n", device))
+        time.sleep(IDLE_S)
+        in_a_row = chain(port, device)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(60)
+        stop(server)
     jobs = [first, *warm, *back_to_back]
-    return {"device": device, "server_ready_s": round(ready, 2),
+    return {"device": device, "server_ready_s": round(ready, 2), "chain": in_a_row,
             "first_job_first_stage_s": first["first_stage_s"], "first_job_done_s": first["done_s"],
             "warm_first_stage_s": statistics.median(j["first_stage_s"] for j in warm),
             "warm_full_result_s": statistics.median(j["done_s"] for j in warm),
@@ -120,8 +178,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "web_latency.json"))
+    parser.add_argument("--room-users", type=int, default=12)
+    parser.add_argument("--room-seconds", type=float, default=20.0)
+    parser.add_argument("--room-workers", type=int, default=4)
     args = parser.parse_args()
     report = measure(args.device)
+    if args.room_users:
+        report["room"] = room(args.device, args.room_users, args.room_seconds, args.room_workers)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:
         json.dump(report, fh, indent=1)

@@ -64,12 +64,9 @@ def descendants(root: int) -> set[int]:
 
 
 def standby_processes(worker) -> set[int]:
-    """On a GPU machine the next job's process (and its namespaces' first process) is started
-    ahead, during this job: not a leftover."""
-    slot = worker._standby
-    if slot is None or slot.group is None:
-        return set()
-    pids = set(slot.group.pids())
+    """On a GPU machine the next jobs' processes (and their namespaces' first processes) are
+    started ahead, during this job: not leftovers."""
+    pids = {pid for slot in worker._standbys if slot.group for pid in slot.group.pids()}
     for pid in list(pids):
         with open(f"/proc/{pid}/stat") as fh:
             pids.add(int(fh.read().rsplit(")", 1)[1].split()[1]))

@@ -47,6 +47,7 @@ class Slot:
             for name in OUTPUT_FILES]
         self.pid: int | None = None  # the job process's host PID, once it joined
         self.events: "queue.Queue[tuple]" = queue.Queue()
+        self.warm = threading.Event()  # the process said `ready`: warmed up, waiting for a job
         threading.Thread(target=self._serve_control, daemon=True).start()
 
     def path(self, file: str) -> str:
@@ -74,6 +75,8 @@ class Slot:
                 self.group.add(self.pid)
             self.control.send(b"go")
             while message := self.control.recv(64):
+                if message == b"ready":
+                    self.warm.set()
                 self.events.put((message.decode(),))
         except OSError:
             pass

@@ -10,11 +10,17 @@ next slot is opened ahead, so its process has initialised CUDA before its job.
 The supervisor streams the records into the `Job` (`job.py`), enforces the wall-clock, memory and
 CPU-time limits by killing the job's whole cgroup (all its processes), and turns the way the job
 ended into its result (`ending.py`).
+
+A GPU job process warms up for seconds (CUDA, a first Triton compile, the timings' warm-up under
+the GPU's timing lock, which waits while a running job times): longer than a small job runs. So a
+GPU machine keeps a pool of `standbys` job processes warming; a job takes a warm one (else the
+oldest) and a new one starts behind it, so back-to-back jobs find one ready.
 """
 
 from __future__ import annotations
 
 import contextlib
+import collections
 import json
 import os
 import socket
@@ -34,6 +40,7 @@ from .slot import JOBS_ROOT, Slot, open_lock, remove_stale_jobs
 POLL_S = 0.02
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STARTUP_TIMEOUT_S = 300
+STANDBYS = 2  # job processes kept warming on a GPU machine (each holds a CUDA context)
 MEMORY_ACT_AT = 0.9  # of the limit: stop the job with its traceback before the kernel kills it
 _serial = iter(range(1, 1 << 62))
 
@@ -66,7 +73,8 @@ class Worker:
     unsandboxed), True requires it (WorkerError when missing), False never uses it."""
 
     def __init__(self, sandbox: bool | None = None, timing_lock: str | None = None,
-                 warm: bool = True, cache_dir: str | None = None) -> None:
+                 warm: bool = True, cache_dir: str | None = None,
+                 standbys: int = STANDBYS) -> None:
         """`timing_lock`: a lock file that each job holds, with flock, for its timings only,
         and a GPU job's process for its warm-up: jobs of workers sharing it compile at once but
         never time at once, nor while a job process warms up. On a GPU machine the default is
@@ -76,7 +84,9 @@ class Worker:
         `cache_dir`: a folder of one trusted user's (the CLI's) where jobs keep Inductor's and
         Triton's build caches from run to run (kernels built from the same source are reused;
         the caches that would skip code generation stay off, so every stage still appears).
-        Never for a server: there a cache written by one job must not be read by another."""
+        Never for a server: there a cache written by one job must not be read by another.
+        `standbys`: where each job gets a fresh process (a GPU machine), how many are kept
+        warming ahead of the jobs (at least 1)."""
         self.requested_sandbox = sandbox
         self.timing_lock = timing_lock
         self.warm = warm
@@ -87,7 +97,8 @@ class Worker:
         self._sock: socket.socket | None = None
         self._slots: dict[str, Slot] = {}
         self._ready = threading.Event()
-        self._standby: Slot | None = None
+        self._standbys: collections.deque[Slot] = collections.deque()
+        self.standbys = max(1, standbys)
         self.fresh_process_per_job = False
         self.warm_s: float | None = None
         self._name = f"{os.getpid()}-w{next(_serial)}"
@@ -131,12 +142,11 @@ class Worker:
 
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> float:
         """Wait for the zygote; where each job gets a fresh process (a GPU machine), also open
-        the first job's process now, so that it has warmed up (CUDA, a first compile) before
-        the first job arrives. Returns the zygote's warm-up seconds."""
+        the standbys now, so that they have warmed up (CUDA, a first compile) before the first
+        jobs arrive. Returns the zygote's warm-up seconds."""
         self._await_ready(timeout)
         with self._lock:
-            if self.fresh_process_per_job and self._standby is None:
-                self._standby = self._open_slot(Options().disk_mb)
+            self._fill_standbys(Options().disk_mb)
         return self.warm_s or 0.0
 
     def _await_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
@@ -184,6 +194,18 @@ class Worker:
         slot.handed_over()
         return slot
 
+    def _fill_standbys(self, disk_mb: int) -> None:
+        if self.fresh_process_per_job:
+            while len(self._standbys) < self.standbys:
+                self._standbys.append(self._open_slot(disk_mb))
+
+    def _take_standby(self) -> Slot | None:
+        """A standby that has warmed up, else the one warming longest; None if none is left."""
+        alive = [slot for slot in self._standbys if slot.name in self._slots]
+        slot = next((s for s in alive if s.warm.is_set()), alive[0] if alive else None)
+        self._standbys = collections.deque(s for s in alive if s is not slot)
+        return slot
+
     # -- jobs
     def run(self, source: str, options: Options | None = None, user_file: str | None = None,
             listener=None) -> dict:
@@ -197,11 +219,8 @@ class Worker:
         The job's `user_file` names the script (its base name is kept); it is never read."""
         with self._lock:
             self.start()._await_ready()
-            slot, self._standby = self._standby, None
-            if slot is None or slot.name not in self._slots:
-                slot = self._open_slot(job.options.disk_mb)
-            if self.fresh_process_per_job:  # the next job's process warms up meanwhile
-                self._standby = self._open_slot(job.options.disk_mb)
+            slot = self._take_standby() or self._open_slot(job.options.disk_mb)
+            self._fill_standbys(job.options.disk_mb)  # the next jobs' processes warm meanwhile
             try:
                 job.finish(self._run_in(slot, job))
             finally:
