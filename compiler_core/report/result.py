@@ -17,7 +17,7 @@ from .callsite import frame_of, user_line
 from . import names
 from .census import census
 from .conform import conform
-from .stages import EXTRACTORS, export, metrics, torchscript, triton_ir
+from .stages import EXTRACTORS, export, metrics, torchscript, triton_ir, why_gpu
 from .stages.breaks import graph_breaks, recompiles
 from .stages.guards import with_failed_guards
 from .stages.kernels import extract_kernels
@@ -95,6 +95,7 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
             "census": step("census", lambda: census(stages), {}),
             "has_graph": "dynamo_graph" in stages,
             "failure": step("failure", lambda: failure_of(group), None),
+            "autotuning": step("autotuning", lambda: why_gpu.autotuning(group), []),
             **step("triton", lambda: triton_ir.compile_fields(group), {})}
 
 
@@ -234,6 +235,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
         "stage_errors": stage_errors,
         "notes": _notes(records, truncated),
         "replay_output": part("replay_output", lambda: replay_output(records), None),
+        "cudagraphs": part("cudagraphs", lambda: why_gpu.cudagraphs(records, user_file), None),
         "truncated": truncated,
     }
     part("stage_text_chars", lambda: cut_stage_texts(result, truncated), None)

@@ -255,3 +255,5 @@ class CaptureSession:
             self.writer.emit("stage_error", None, None, stage="line_owners",
                              message=f"line-by-line provenance is off: {type(exc).__name__}: {exc}")
         torch._inductor.config.post_grad_custom_post_pass = PostGradModules(self)
+        from . import why_gpu  # CUDA graph decisions and autotuning choices (it imports this module)
+        why_gpu.attach(self)

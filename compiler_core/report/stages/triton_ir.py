@@ -4,8 +4,8 @@ kernel's lowering, one section per kernel; and the launch metadata of the compil
 Sources: `triton_kernel` records (kernels that ran on this job's GPU, see
 `compiler_core.runtime.gpu.triton_kernels`), else the `gpu_preview` record (kernels compiled for a virtual GPU
 on a CPU-only machine, see `compiler_core.runtime.gpu.preview`); such artifacts say so in their title and
-in `preview`. `triton_autotune` and `autotune_choices` records hold the configs and template
-choices benchmarked while the script ran.
+in `preview`. `triton_autotune` records hold the configs benchmarked while the script ran
+(`max-autotune` template choices: `why_gpu`).
 """
 
 from __future__ import annotations
@@ -133,7 +133,6 @@ def preview_fields(compile_records, meta: dict) -> dict:
 
 
 def compile_fields(compile_records) -> dict:
-    """`autotuning` (max-autotune template choices) and `gpu_preview` of one compile."""
+    """`gpu_preview` of one compile (its autotuning: `why_gpu.autotuning`)."""
     preview = compile_records.first("gpu_preview")
-    return {"autotuning": [r["meta"] for r in compile_records.all("autotune_choices")],
-            "gpu_preview": preview_fields(compile_records, preview["meta"]) if preview else None}
+    return {"gpu_preview": preview_fields(compile_records, preview["meta"]) if preview else None}

@@ -5,8 +5,8 @@ Triton writes one folder per compiled kernel: `NAME.source .ttir .ttgir .llir .p
 After the script ran, every Inductor Triton kernel (a `CachingAutotuner` in a loaded output module)
 is matched to the folder of the config it launches with, and one `triton_kernel` record carries its
 texts, SASS (disassembled with the `nvdisasm` Triton ships) and launch metadata. Autotuning is
-recorded as it happens: `triton_autotune` (configs of one kernel benchmarked at run time) and
-`autotune_choices` (`max-autotune` template choices, through Inductor's feedback-saver hook).
+recorded as it happens: `triton_autotune` (configs of one kernel benchmarked at run time);
+`max-autotune` template choices are recorded on every device (`runtime.why_gpu`).
 
 `compiler_core.runtime.gpu.preview` reuses `kernel_record` for kernels compiled for a virtual GPU.
 """
@@ -23,7 +23,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from ..capture import CaptureSession, current_compile_id
+from ..capture import CaptureSession
 
 IR_SUFFIXES = ("source", "ttir", "ttgir", "llir", "ptx")
 SASS_ADDRESS = re.compile(r"/\*(?P<address>[0-9a-f]{4,})\*/")
@@ -233,8 +233,7 @@ def _compile_id(autotuner) -> str | None:
 
 
 def record_autotuning(session: CaptureSession) -> None:
-    """Record run-time config benchmarks and `max-autotune` choices as they happen."""
-    from torch._inductor import select_algorithm
+    """Record run-time config benchmarks as they happen."""
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
     original = CachingAutotuner.benchmark_all_configs
@@ -252,14 +251,3 @@ def record_autotuning(session: CaptureSession) -> None:
         return timings
 
     CachingAutotuner.benchmark_all_configs = benchmark_all_configs
-
-    def feedback(timings, name, input_nodes, *_):
-        if not session.recording:
-            return
-        choices = sorted(timings.items(), key=lambda item: item[1])
-        session.writer.emit("autotune_choices", current_compile_id(), None, op=name,
-                            inputs=[str(list(node.get_size())) for node in input_nodes],
-                            choices=[{"name": c.name, "description": getattr(c, "description", ""),
-                                      "ms": ms} for c, ms in choices])
-
-    select_algorithm.add_feedback_saver(feedback)

@@ -1,0 +1,141 @@
+"""Why CUDA graphs were skipped or recorded again, and which choices autotuning benchmarked.
+
+Built from the records `runtime/why_gpu.py` writes: `cudagraph_log` (each line of Inductor's
+`cudagraphs` logging artifact) and `autotune_choices` (Inductor's feedback-saver hook). The
+messages are PyTorch's, parsed by string search (they come from the job, so no backtracking
+regex), each list bounded.
+
+Message forms (torch 2.13, `cudagraph_trees.py`, `cudagraph_utils.py`, `scheduler.py`):
+`skipping cudagraphs due to mutated inputs (1 instances). Found from : \\n  File "x.py", line 5 ...`,
+`[0/0] Recording cudagraph tree for symint key 8`, `[0/0] Recording function=f, mode=INFERENCE,
+cuda_graph_id=0, inputs: ...`, `[0/0] Re-recording function=f, mode=INFERENCE, reason=...`,
+`Created 2 graph partitions: 1 cudagraphable, 1 non-cudagraphable` and its indented lines.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .common import last_user_line
+
+ENTRIES = 200  # per list of the cudagraphs report, and choices per autotuned op
+OPS = 64  # autotuned ops per compile
+TEXT = 4000  # one message
+NAME = 500  # a choice's name or description, an op's input shape
+
+
+def _text(value, cap: int = TEXT) -> str:
+    return str(value)[:cap]
+
+
+def split_compile_id(message: str) -> tuple[str | None, str]:
+    """`[0/1] Recording ...` -> ("0/1", "Recording ..."); a message without the prefix as is."""
+    end = message.find("] ", 1, 70) if message.startswith("[") else -1
+    if end < 0:
+        return None, message
+    return message[1:end] or None, message[end + 2:]
+
+
+def _fields(text: str, names: tuple[str, ...]) -> dict:
+    """`function=f, mode=M, reason=R` -> the values of `names`, in that order in the text (the
+    last runs to the end: a reason holds commas and lines)."""
+    out, rest = {}, text
+    for i, name in enumerate(names):
+        start = rest.find(f"{name}=")
+        if start < 0:
+            out[name] = None
+            continue
+        rest = rest[start + len(name) + 1:]
+        end = rest.find(f", {names[i + 1]}=") if i + 1 < len(names) else -1
+        out[name], rest = (rest, "") if end < 0 else (rest[:end], rest[end:])
+    return out
+
+
+def _cudagraph_lines(records: list[dict]) -> list[dict]:
+    lines = []
+    for record in records:
+        if record["name"] != "cudagraph_log":
+            continue
+        named, message = split_compile_id(_text(record["meta"].get("message", "")))
+        lines.append({"compile_id": record["compile_id"] or named,
+                      "level": _text(record["meta"].get("level", ""), 20), "text": message})
+    return lines
+
+
+def _entry(line: dict, user_file: str, kind: str, text: str) -> dict | None:
+    compile_id = line["compile_id"]
+    if kind == "skips":
+        return {"compile_id": compile_id, "reason": text, "line": last_user_line(text, user_file)}
+    if kind == "rerecords":
+        fields = _fields(text, ("function", "mode", "reason"))
+        reason = fields["reason"] or text
+        return {"compile_id": compile_id, "function": fields["function"], "mode": fields["mode"],
+                "reason": reason, "line": last_user_line(reason, user_file)}
+    if text.startswith("Recording function="):
+        fields = _fields(text, ("function", "mode", "cuda_graph_id"))
+        return {"compile_id": compile_id, "function": fields["function"], "mode": fields["mode"],
+                "detail": text}
+    return {"compile_id": compile_id, "function": None, "mode": None, "detail": text}
+
+
+def _kind(text: str) -> str | None:
+    if text.startswith("skipping cudagraph"):
+        return "skips"
+    if text.startswith("Re-recording "):
+        return "rerecords"
+    if text.startswith("Recording "):
+        return "recordings"
+    if text.startswith("Created ") and "graph partitions" in text:
+        return "partitions"
+    return None
+
+
+def cudagraphs(records: list[dict], user_file: str) -> dict | None:
+    """What Inductor's CUDA graph machinery said in this run; None where it said nothing (no
+    `reduce-overhead` compile on a GPU)."""
+    lines = _cudagraph_lines(records)
+    if not lines:
+        return None
+    report = {"skips": [], "recordings": [], "rerecords": [], "partitions": [],
+              "messages": lines[:ENTRIES], "truncated": len(lines) > ENTRIES}
+    for line in lines:
+        kind = _kind(line["text"])
+        if kind == "partitions":
+            report["partitions"].append({"compile_id": line["compile_id"], "text": line["text"]})
+        elif line["text"].startswith(" ") and report["partitions"] and \
+                report["partitions"][-1]["compile_id"] == line["compile_id"]:  # its detail lines
+            partition = report["partitions"][-1]
+            partition["text"] = (partition["text"] + "\n" + line["text"])[:TEXT]
+        elif kind is not None:
+            report[kind].append(_entry(line, user_file, kind, line["text"]))
+    for kind in ("skips", "recordings", "rerecords", "partitions"):
+        report["truncated"] |= len(report[kind]) > ENTRIES
+        report[kind] = report[kind][:ENTRIES]
+    return report
+
+
+def _ms(value) -> float | None:
+    """A benchmark time, None where Inductor measured none that is finite (a failed choice)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _tuned_op(meta: dict) -> dict:
+    choices = [{"name": _text(c.get("name", "?"), NAME),
+                "description": _text(c.get("description") or "", NAME), "ms": _ms(c.get("ms"))}
+               for c in list(meta.get("choices") or [])[:ENTRIES] if isinstance(c, dict)]
+    timed = [c for c in choices if c["ms"] is not None]
+    winner = min(timed, key=lambda c: c["ms"]) if timed else None
+    for choice in choices:
+        choice["winner"] = choice is winner
+    return {"op": _text(meta.get("op", "?"), NAME),
+            "inputs": [_text(i, NAME) for i in list(meta.get("inputs") or [])[:16]],
+            "choices": choices, "winner": winner["name"] if winner else None}
+
+
+def autotuning(compile_records) -> list[dict]:
+    """Each op Inductor autotuned in this compile: every choice it benchmarked, with its time,
+    fastest first; `winner` is the fastest, the one Inductor keeps (on a GPU, benchmarking a
+    Triton template with its epilogue fused in can still pick another)."""
+    return [_tuned_op(r["meta"]) for r in compile_records.all("autotune_choices")[:OPS]]

@@ -1,0 +1,96 @@
+"""Why CUDA graphs were skipped or recorded again, and which choices autotuning benchmarked
+(worker child side).
+
+- **CUDA graphs**: Inductor states its decisions on the `cudagraphs` logging artifact (loggers
+  `torch._inductor.{cudagraph_trees,cudagraph_utils,scheduler}.__cudagraphs`, torch 2.13):
+  "skipping cudagraphs due to ..." (warning, through `log_cudagraph_skip_and_bump_counter`, the
+  function that also bumps `counters["inductor"]["cudagraph_skips"]`), "[0/0] Recording
+  cudagraph tree for ...", "[0/0] Re-recording function=..., reason=..." (debug), the graph
+  partitions (debug). Each line becomes a `cudagraph_log` record, tagged with the compile being
+  compiled (None at run time, where the message itself names it). To get the debug lines the
+  loggers are set to DEBUG; what a plain run prints (warnings, by torch's default levels) is
+  still handed on to torch's own handlers, nothing more. On a CPU-only graph Inductor counts a
+  skip but logs nothing.
+- **Autotuning**: Inductor's feedback-saver hook (`select_algorithm.add_feedback_saver`) receives
+  the timings dict `log_results` prints from (`AUTOTUNE mm(...)` on stderr); each call becomes an
+  `autotune_choices` record. On this CPU (AVX-512) `max-autotune` benchmarks a C++ GEMM template
+  against ATen for a `bmm`; on a GPU, Triton templates against cuBLAS.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .capture import CaptureSession, current_compile_id
+
+CUDAGRAPH_LOGGERS = tuple(f"torch._inductor.{module}.__cudagraphs"
+                          for module in ("cudagraph_trees", "cudagraph_utils", "scheduler"))
+MESSAGE_CHARS = 4000  # one log line (a skip reason carries a stack trace)
+CUDAGRAPH_LINES = 2000  # per job: partition logs write a line per non-cudagraphable node
+
+
+class CudagraphLogHandler(logging.Handler):
+    """Records each line of the `cudagraphs` artifact and hands on what torch would print."""
+
+    def __init__(self, session: CaptureSession):
+        super().__init__(logging.DEBUG)
+        self.session, self.count = session, 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logger = logging.getLogger(record.name)
+        if logger.parent is not None and record.levelno >= logger.parent.getEffectiveLevel():
+            logger.parent.handle(record)  # as it propagated before: a plain run's stderr
+        if not self.session.recording or self.count >= CUDAGRAPH_LINES:
+            return
+        self.count += 1
+        self.session.writer.emit("cudagraph_log", current_compile_id(), None,
+                                 level=record.levelname, logger=record.name,
+                                 message=record.getMessage()[:MESSAGE_CHARS])
+
+
+def _cudagraph_logger_names() -> set[str]:
+    """The known loggers, and any other torch registered for the artifact."""
+    names = set(CUDAGRAPH_LOGGERS)
+    try:
+        from torch._logging._internal import log_registry
+        names.update(q for q in log_registry.artifact_log_qnames if q.endswith(".__cudagraphs"))
+    except (ImportError, AttributeError):  # a torch without the registry: the known names
+        pass
+    return names
+
+
+def record_cudagraph_log(session: CaptureSession) -> None:
+    handler = CudagraphLogHandler(session)
+    for name in sorted(_cudagraph_logger_names()):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False  # the handler hands on what would have propagated
+
+
+def record_autotune_choices(session: CaptureSession) -> None:
+    """One `autotune_choices` record per op Inductor autotuned: every choice benchmarked with its
+    time, fastest first (Inductor keeps the fastest, `AlgorithmSelectorCache.__call__`)."""
+    from torch._inductor import select_algorithm
+
+    def feedback(timings, name, input_nodes, *_):
+        if not session.recording:
+            return
+        choices = sorted(timings.items(), key=lambda item: item[1])
+        session.writer.emit("autotune_choices", current_compile_id(), None, op=name,
+                            inputs=[str(list(node.get_size())) for node in input_nodes],
+                            choices=[{"name": c.name, "description": getattr(c, "description", ""),
+                                      "ms": ms} for c, ms in choices])
+
+    select_algorithm.add_feedback_saver(feedback)
+
+
+def attach(session: CaptureSession) -> None:
+    """Both hooks; one missing in this torch costs its part only (a `stage_error`)."""
+    for name, hook in (("cudagraphs", record_cudagraph_log),
+                       ("autotuning", record_autotune_choices)):
+        try:
+            hook(session)
+        except (ImportError, AttributeError) as exc:
+            session.writer.emit("stage_error", None, None, stage=name,
+                                message=f"not captured in this torch: {type(exc).__name__}: {exc}")
