@@ -1,8 +1,8 @@
 """Overlays of a graph view: the kernel each node fused into, and the kernels' measured time.
 
 The links are the result's own: each kernel lists the post-grad nodes it came from (`nodes`, from
-Inductor's provenance tracking) and their Dynamo graph nodes (`dynamo_nodes`); other stages have
-no node-level link. Times are the per-kernel rows the timings measured for the compiled callable
+Inductor's provenance tracking) and their Dynamo graph nodes (`dynamo_nodes`); an AOT or Dynamo
+node reaches its kernels through the post-grad nodes it is or became (`report.nodelinks`). Times are the per-kernel rows the timings measured for the compiled callable
 that ran this compile (`timings[i].kernels.compiled`; a library kernel such as
 `extern_kernels.mm` is the profiler's `aten::mm`). A kernel's share is its time over the time of
 every measured kernel of that callable (framework rows left out).
@@ -13,22 +13,26 @@ from __future__ import annotations
 NOT_KERNELS = {"framework"}
 
 
-def kernels_by_node(compiled: dict, stage: str, nodes: list[dict]) -> dict[str, list[int]]:
-    """Node id -> indices into the compile's kernel list."""
-    kernels = compiled.get("kernels") or []
-    sectioned = any(node.get("graph") for node in nodes)
-    ids = {(node.get("graph") or "", node["name"]): node["id"] for node in nodes}
+def kernels_by_node(compiled: dict, stage: str, nodes: list[dict],
+                    links: dict[str, dict]) -> dict[str, list[int]]:
+    """Node id -> indices into the compile's kernel list: the kernels of the post-grad nodes the
+    node is or became (`links`, see `report.nodelinks`); a Dynamo node's also where a kernel
+    names it (`dynamo_nodes`)."""
+    by_key: dict[str, list[int]] = {}
+    for index, kernel in enumerate(compiled.get("kernels") or []):
+        keys = [f"{kernel.get('graph', '')}:{name}" for name in kernel["nodes"]]
+        if stage == "dynamo_graph":
+            keys += [f"dynamo:{name}" for name in kernel.get("dynamo_nodes") or []]
+        for key in keys:
+            if index not in by_key.setdefault(key, []):
+                by_key[key].append(index)
     out: dict[str, list[int]] = {}
-    for index, kernel in enumerate(kernels):
-        if stage == "post_grad_graph":
-            names = [(kernel.get("graph", "") if sectioned else "", n) for n in kernel["nodes"]]
-        elif stage == "dynamo_graph":
-            names = [("", n) for n in kernel.get("dynamo_nodes") or []]
-        else:
-            return {}
-        for key in names:
-            if key in ids and index not in out.setdefault(ids[key], []):
-                out[ids[key]].append(index)
+    for node in nodes:
+        keys = [*links.get(node["id"], {}).get("post", []),
+                *([f"dynamo:{node['name']}"] if stage == "dynamo_graph" else [])]
+        found = sorted({index for key in keys for index in by_key.get(key, [])})
+        if found:
+            out[node["id"]] = found
     return out
 
 

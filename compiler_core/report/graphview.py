@@ -1,6 +1,7 @@
 """The graph view of one stage (served by the web app, `GET /api/results/KEY/graph`, and
 embedded in static reports, so both draw the same layout): the items shown (nodes and collapsed module groups), the boxes of
-expanded groups, edges with their routes, positions, and the kernel overlays, ready to draw.
+expanded groups, edges with their routes, positions, the kernel overlays, and each node's links
+to the other stages' nodes (`post`, `dynamo`: see `report.nodelinks`), ready to draw.
 
 What is expanded is either given (`expand`: the exact set of group ids, as the page keeps it while
 the user opens and closes groups) or chosen by `collapse`: "auto" (a readable first view, see
@@ -22,6 +23,7 @@ from .graphoverlay import kernel_table, kernels_by_node
 from .layout import Cluster, box_width, layout
 from .modulegroups import ModuleTree
 from .names import short_name
+from .nodelinks import node_links
 from .stages import GRAPH_STAGES
 
 NODE_FIELDS = ("name", "op", "target", "shape", "dtype", "line", "module")
@@ -42,7 +44,7 @@ def _group_title(tree: ModuleTree, gid: str) -> str:
     return f"{group.label} · {group.cls}"
 
 
-def _item(tree: ModuleTree, item: str, kernels: dict[str, list[int]]) -> dict:
+def _item(tree: ModuleTree, item: str, kernels: dict[str, list[int]], links: dict) -> dict:
     """One shown item, without its position; None fields left out (a 5,000-node answer is big)."""
     if item in tree.groups:
         group = tree.groups[item]
@@ -56,7 +58,7 @@ def _item(tree: ModuleTree, item: str, kernels: dict[str, list[int]]) -> dict:
         row["label"] = lines  # what the box shows, when not its name and target
     if kernels.get(item):
         row["kernels"] = kernels[item]
-    return row
+    return {**row, **links.get(item, {})}
 
 
 def box_lines(node: dict) -> list[str]:
@@ -137,13 +139,15 @@ def clean_nodes(rows: list[dict]) -> list[dict]:
     return kept
 
 
-def _overlays(compiled: dict, stage: str, nodes: list[dict], result) -> tuple[dict, list]:
-    """Kernels per node and the kernel table. They come from the result's kernel, call and
-    timing lists, which a forged result may garble: that costs the overlay, not the graph."""
+def _overlays(compiled: dict, stage: str, nodes: list[dict], result) -> tuple[dict, dict, list]:
+    """The links to the other stages' nodes, kernels per node and the kernel table. They come
+    from the result's post-grad origins, kernel, call and timing lists, which a forged result
+    may garble: that costs the overlay, not the graph."""
     try:
-        return kernels_by_node(compiled, stage, nodes), kernel_table(result, compiled)
+        links = node_links(compiled, stage, nodes)
+        return links, kernels_by_node(compiled, stage, nodes, links), kernel_table(result, compiled)
     except (AttributeError, KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
-        return {}, []
+        return {}, {}, []
 
 
 def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "auto",
@@ -166,11 +170,11 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
         raise GraphTooLarge(f"this view has {len(items):,} items; the server lays out at most "
                             f"{most:,} (the graph_nodes_laid_out limit): collapse module groups")
     shown = set(items)
-    kernels, kernel_rows = _overlays(compiled, stage, nodes, result)
+    links, kernels, kernel_rows = _overlays(compiled, stage, nodes, result)
     for node_id, ids in list(kernels.items()):  # a group's kernels: its members'
         for gid in tree.chain[node_id]:
             kernels[gid] = sorted({*kernels.get(gid, []), *ids})
-    rows = [_item(tree, item, kernels) for item in items]
+    rows = [_item(tree, item, kernels, links) for item in items]
     edges = tree.edges(expanded)
     widths = {row["id"]: box_width(row.get("label") or [row["name"], row.get("target") or ""])
               for row in rows}
@@ -189,7 +193,8 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
         "boxes": [{"id": gid, "label": _group_title(tree, gid), "depth": tree.groups[gid].depth,
                    "box": [round(v, 1) for v in box]} for gid, box in done.boxes.items()],
         "hidden": [{"id": n, "name": tree.nodes[n]["name"], "op": tree.nodes[n]["op"],
-                    "target": tree.nodes[n].get("target"), "chain": tree.chain[n]}
+                    "target": tree.nodes[n].get("target"), "chain": tree.chain[n],
+                    **({"kernels": kernels[n]} if kernels.get(n) else {}), **links.get(n, {})}
                    for n in tree.nodes if n not in shown],
         "kernels": kernel_rows,
     }

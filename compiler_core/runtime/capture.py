@@ -8,7 +8,7 @@ Everything comes from PyTorch's own capture points (see shared/DESIGN.md):
   which `torch.compile` builds for every backend in torch 2.11-2.13), which hands us the Dynamo
   `GraphModule` for the node table and the Core ATen / prims views;
 - Inductor's `post_grad_custom_post_pass`, which sees each post-grad graph, for its nodes' module
-  stacks (the printed post-grad graph has none).
+  stacks and autograd sequence numbers (the printed post-grad graph has neither).
 The hooks of one job share its `CaptureSession`, which the steps after the script read too.
 """
 
@@ -28,7 +28,7 @@ from torch._inductor.custom_graph_pass import CustomGraphPass
 
 from ..report.records import RecordWriter
 from ..report.trace_log import TraceConverter
-from . import line_owners
+from . import line_owners, why_logs
 from .views import module_stack, node_table, root_module, trace_views
 
 IR_LOGGERS = {
@@ -72,8 +72,9 @@ class TraceHandler(logging.Handler):
         if name == "dynamo_start" and compile_id not in self.session.started:
             self.session.started.append(compile_id)  # a restarted analysis starts again
         if name == "inductor_post_grad_graph":  # the graph the modules pass just saw
-            meta = {**meta, "modules": self.session.post_grad_modules}
-            self.session.post_grad_modules = {}
+            meta = {**meta, "modules": self.session.post_grad_modules,
+                    "seq_nrs": self.session.post_grad_seq_nrs}
+            self.session.post_grad_modules, self.session.post_grad_seq_nrs = {}, {}
         if name == "inductor_output_code" and (meta.get("file_path") or meta.get("filename")):
             path = os.path.abspath(meta.get("file_path") or meta["filename"])
             self.session.output_modules[path] = compile_id
@@ -144,9 +145,14 @@ def patch_backend_wrappers(on_graph) -> None:
 
 
 class PostGradModules(CustomGraphPass):
-    """Inductor's last custom post-grad pass: reads each node's module stack, changes nothing.
-    It runs on the graph (and its subgraphs) just before Inductor prints it as the
-    `inductor_post_grad_graph` artifact, which carries the table (TraceHandler)."""
+    """Inductor's last custom post-grad pass: reads each node's module stack and `seq_nr`,
+    changes nothing. It runs on the graph (and its subgraphs) just before Inductor prints it as
+    the `inductor_post_grad_graph` artifact, which carries the tables (TraceHandler).
+
+    `seq_nr` is the autograd sequence number of the forward op a node was traced for; AOTAutograd
+    gives a backward node its forward op's number. It links a backward graph's nodes to the
+    forward's, whose Dynamo nodes Inductor's provenance names: a lazily compiled backward's own
+    provenance mapping is empty (torch 2.13 dumps it only while `_pre_grad_graph_id` is set)."""
 
     def __init__(self, session: CaptureSession):
         self.session = session
@@ -155,6 +161,9 @@ class PostGradModules(CustomGraphPass):
         if self.session.recording:
             self.session.post_grad_modules.update(
                 {node.name: stack for node in graph.nodes if (stack := module_stack(node))})
+            self.session.post_grad_seq_nrs.update(
+                {node.name: seq for node in graph.nodes
+                 if isinstance(seq := node.meta.get("seq_nr"), int)})
 
     def uuid(self) -> str:
         return "torchbolt-post-grad-modules"
@@ -184,6 +193,7 @@ class CaptureSession:
         self.kernels_before: set[int] = set()  # ids of Triton kernels alive before the script
         self.line_owners = line_owners.LineOwners()  # what each generated kernel line was for
         self.post_grad_modules: dict[str, list] = {}  # node -> module stack, of the graph in hand
+        self.post_grad_seq_nrs: dict[str, int] = {}  # node -> autograd seq_nr, of the same graph
         self._paused = False
 
     @contextlib.contextmanager
@@ -255,5 +265,6 @@ class CaptureSession:
             self.writer.emit("stage_error", None, None, stage="line_owners",
                              message=f"line-by-line provenance is off: {type(exc).__name__}: {exc}")
         torch._inductor.config.post_grad_custom_post_pass = PostGradModules(self)
+        why_logs.attach(self)  # after the IR loggers: the post-fusion IR ends a fusion log
         from . import why_gpu  # CUDA graph decisions and autotuning choices (it imports this module)
         why_gpu.attach(self)

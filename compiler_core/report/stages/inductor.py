@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 
-from .. import provenance
+from .. import nodelinks, provenance
 from .common import artifact, fx_src_lines, graph_labels, join_sections, user_lines
-from .kernels import module_kernels
+from .kernels import module_kernels, module_provenance
 from .spec import Stage
 
 SPECS = (
@@ -65,6 +65,16 @@ def node_modules(records: list[dict], labels: list[str]) -> dict[str, list]:
             for name, stack in (record["meta"].get("modules") or {}).items()}
 
 
+def node_origins(compile_records, records: list[dict], labels: list[str]) -> dict:
+    """`graph_labels` (one per graph) and `origins` (`label:name` -> its Dynamo nodes, see
+    `report.nodelinks`) of the post-grad graphs."""
+    mappings = [module_provenance(compile_records, index)[0].get("postToPre")
+                for index in range(len(records))]
+    seq_nrs = [record["meta"].get("seq_nrs") for record in records]
+    return {"graph_labels": labels,
+            "origins": nodelinks.post_grad_origins(labels, mappings, seq_nrs)}
+
+
 def extract(compile_records) -> dict:
     labels = graph_labels(compile_records)
     out = {}
@@ -81,6 +91,7 @@ def extract(compile_records) -> dict:
         if stage == "post_grad_graph":
             out[stage]["src_lines"] = fx_src_lines(text, compile_records.user_file)
             out[stage]["modules"] = node_modules(records, [label for label, _ in parts])
+            out[stage].update(node_origins(compile_records, records, [label for label, _ in parts]))
         elif stage == "output_code":
             maps, keys = output_code_map(compile_records, texts)
             provenance.attach(out[stage], provenance.place(maps, sections, []),

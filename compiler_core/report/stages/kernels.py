@@ -3,7 +3,9 @@
 Kernels are read from the output code Inductor generated (`NAME = async_compile.KIND(...)` for
 C++ and Triton kernels, `extern_kernels.NAME(` calls for library kernels such as mm). Their nodes
 come from Inductor's provenance tracking artifact (`cppCodeToPost`, keyed `kernel:N`, used for
-both C++ and Triton kernels) and `postToPre` (post-grad node -> Dynamo graph node); user lines
+both C++ and Triton kernels), or where that is empty (torch 2.13 leaves a lazily compiled
+backward's empty), the nodes the kernel's lines were written for (`kernel_lines` records), and
+`postToPre` (post-grad node -> Dynamo graph node); user lines
 come from `inductor_provenance_tracking_kernel_stack_traces`.
 """
 
@@ -46,7 +48,7 @@ def _nth(compile_records, name: str, index: int):
     return records[index] if index < len(records) else None
 
 
-def _provenance(compile_records, index: int) -> tuple[dict, dict]:
+def module_provenance(compile_records, index: int) -> tuple[dict, dict]:
     """The index-th node mapping and kernel stack traces (one per output module)."""
     def nth(name):
         record = _nth(compile_records, name, index)
@@ -71,7 +73,9 @@ def describe(kernel: dict, graph: str, mapping: dict, stacks: dict, owners: dict
     code_to_post = mapping.get("cppCodeToPost", {})
     post_to_pre = mapping.get("postToPre", {})
     keys = _keys_for(kernel["name"], code_to_post)
-    nodes = list(dict.fromkeys(n for k in keys for n in code_to_post[k]))
+    written = (owner[0] for entries in owners.get(kernel["name"], {}).values() for owner in entries)
+    nodes = list(dict.fromkeys(n for k in keys for n in code_to_post[k])) or list(dict.fromkeys(
+        name for name in written if isinstance(name, str)))
     traces = "".join(t for k in _keys_for(kernel["name"], stacks) for t in stacks[k])
     lines = sorted(set(user_lines(traces, user_file)))
     per_line = provenance.source_lines(kernel["source"], owners.get(kernel["name"], {}), lines)
@@ -83,7 +87,7 @@ def describe(kernel: dict, graph: str, mapping: dict, stacks: dict, owners: dict
 def module_kernels(compile_records, index: int) -> list[dict]:
     """The kernels of the index-th output module of a compile."""
     record = compile_records.all("inductor_output_code")[index]
-    mapping, stacks = _provenance(compile_records, index)
+    mapping, stacks = module_provenance(compile_records, index)
     owners = _nth(compile_records, "kernel_lines", index)
     graph = graph_label(record["payload"], index)
     return [describe(kernel, graph, mapping, stacks, owners["meta"]["kernels"] if owners else {},
