@@ -8,6 +8,7 @@ import { renderCalls } from "./calls.js";
 import { h, clear, lineLink, linkify, safeUrl } from "./dom.js";
 import { stageLabel, stageList } from "./stages.js";
 import { noBreaks, noCompile } from "./states.js";
+import { whySections } from "./why.js";
 
 const TABS = [["compiles", "Compiles"], ["calls", "Calls"], ["breaks", "Graph breaks"], ["output", "Output"]];
 const RUN = "—"; // the row of the whole run's stages (timings): events without a compile id
@@ -209,7 +210,8 @@ export class RunPanel {
         h("pre", {}, b.full_reason)) : null,
       b.user_traceback ? h("pre", { class: "traceback" }, b.user_traceback) : null))
       : h("p", { class: "empty" }, this.result ? noBreaks(this.result)
-        : "Graph breaks are explained here, and marked in the editor's gutter."));
+        : "Graph breaks are explained here, and marked in the editor's gutter."),
+    whySections(this.result, this.onLine));
   }
 
   renderOutput() {
