@@ -10,8 +10,11 @@ The same handles, runs, per-client limit and cancel rules as `manager.JobManager
 - results go to the shared store in Redis; each server keeps the latest ones it saw in memory,
   and serves them from there while Redis is down; anything else then is a 503.
 
-Clients are limited per web server (each tells clients apart by peer address, as before); the
-RQ queue is FIFO, and with at most `per_client` jobs per client no one waits behind a backlog.
+Fair to every client across the fleet (clients told apart by peer address, as before): a
+client's `per_client` live submits are leases in Redis, shared by all web servers
+(compiler_core/cluster/leases.py: this server renews the leases of the submits it serves and
+releases them when they end or are cancelled), and runs wait in a round-robin queue per
+environment that feeds RQ one run per free slot (compiler_core/cluster/fairness.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections import OrderedDict
 
 from compiler_core import (Broker, BrokerDown, ErrorKind, Job, Options, compress_result,
@@ -28,7 +32,7 @@ from compiler_core import (Broker, BrokerDown, ErrorKind, Job, Options, compress
 
 from .errors import ApiError
 from .jobs import Handle, Run
-from .manager import JobManager
+from .manager import JobManager, limit_reached
 
 CACHED_RESULTS = 256  # compressed results kept in memory per server (~10x smaller than JSON)
 READ_BLOCK_MS = 500
@@ -75,6 +79,7 @@ class BrokerManager(JobManager):
         super().__init__(RedisStore(broker), [], per_client)
         self.broker, self.local_slots = broker, local_slots
         self._following: dict[str, Run] = {}  # run id -> the run this server follows
+        self._admitted: str | None = None  # the lease `_admit` took for the submit being added
         self._closed = threading.Event()
 
     def start(self) -> "BrokerManager":
@@ -114,13 +119,24 @@ class BrokerManager(JobManager):
         run_id = self.broker.active_run(key)
         return self._adopt(run_id) if run_id else None
 
+    def _admit(self, client: str) -> None:
+        """The per-client limit of all web servers together: a lease in Redis (one script
+        counts and adds). `submit` calls this under its lock, then `_add`s the submit's handle,
+        which takes the lease's id as its job id (a submit that fails in between, Redis being
+        down, leaves a lease no one renews: it runs out)."""
+        self._admitted = uuid.uuid4().hex
+        if not self.broker.acquire_lease(client, self._admitted, self.per_client):
+            raise limit_reached(self.per_client)
+
     def _enqueue(self, key, source, options, client, env_id) -> Run:
-        run_id = self.broker.start_run(key, source, options.to_dict(), env_id)
-        run = self._watch(run_id, key, source, options)
-        run.emit({"type": "status", "status": "queued", "position": self.broker.queued(env_id)})
+        run_id, position = self.broker.start_run(key, source, options.to_dict(), env_id, client)
+        run = self._watch(run_id, key, source, options, env_id)
+        run.emit({"type": "status", "status": "queued", "position": position})
         return run
 
     def _add(self, handle: Handle) -> Handle:
+        if not handle.is_finished:  # a live submit (a stored answer holds no lease)
+            handle.id = self._admitted
         remote = getattr(handle.run, "remote", None)
         self.broker.save_handle(handle.id, {"run": remote, "key": handle.key,
                                             "client": handle.client})
@@ -145,9 +161,12 @@ class BrokerManager(JobManager):
 
     def cancel(self, handle: Handle) -> None:
         super().cancel(handle)
-        remote = getattr(handle.run, "remote", None)
-        if remote and handle.run.job.cancelled:
-            self.broker.cancel(remote)
+        if handle.detached:
+            self.broker.release_leases([(handle.client, handle.id)])
+        run = handle.run
+        remote = getattr(run, "remote", None)
+        if remote and run.job.cancelled:
+            self.broker.cancel(remote, run.env_id, run.key)
 
     def environments(self) -> list[dict]:
         environments = self.broker.environments()
@@ -224,6 +243,7 @@ class BrokerManager(JobManager):
             run.emit({"type": "status", "status": "queued", "message": data["message"]})
         elif kind == "result":
             self._finish(run, data)
+            self.broker.dispatch(run.env_id)  # its slot is free: the next client's turn
 
     def _finish(self, run: Run, result: dict | None, message: str | None = None) -> None:
         if result is not None and (result.get("error") or {}).get("type") != ErrorKind.CANCELLED:
@@ -233,9 +253,14 @@ class BrokerManager(JobManager):
         with self._lock:
             self._following.pop(run.remote, None)
             self._end(run)
+        with contextlib.suppress(BrokerDown):  # else they run out (leases.LEASE_S)
+            self.broker.release_leases([(h.client, h.id) for h in run.live_handles()])
 
     def _check(self, cursors: dict) -> None:
-        """Retry or fail jobs of dead slots; end runs whose stream Redis lost."""
+        """Renew the leases of live submits; retry or fail jobs of dead slots; end runs whose
+        stream Redis lost."""
+        self.broker.renew_leases([(h.client, h.id) for h in list(self._handles.values())
+                                  if not h.is_finished])
         env_ids = {run.env_id for run in self._following.values() if run.env_id}
         self.broker.reap(env_ids)
         for run_id in self.broker.lost_runs(cursors):

@@ -35,6 +35,11 @@ def cancelled(message: str) -> dict:
     return empty_result(ErrorKind.CANCELLED.error(message))
 
 
+def limit_reached(per_client: int) -> ApiError:
+    return ApiError(429, f"you already have {per_client} jobs queued or running (the limit "
+                         f"per client is {per_client}); wait for one to finish or cancel one")
+
+
 class JobManager:
     def __init__(self, store: Store, workers: list[Worker], per_client: int = PER_CLIENT,
                  max_queued: int = MAX_QUEUED, warm: tuple[str, ...] = ()):
@@ -81,13 +86,15 @@ class JobManager:
                     run = Run(key, source, options)
                     run.finish(stored["result"], cached=True)
                     return self._add(Handle(run, client))
-            if self.live_count(client) >= self.per_client:
-                raise ApiError(429, f"you already have {self.per_client} jobs queued or "
-                                    f"running (the limit per client is {self.per_client}); "
-                                    "wait for one to finish or cancel one")
+            self._admit(client)
             if run is None:
                 run = self._active[key] = self._enqueue(key, source, options, client, env_id)
             return self._add(Handle(run, client))
+
+    def _admit(self, client: str) -> None:
+        """A 429 when `client` already has `per_client` submits queued or running."""
+        if self.live_count(client) >= self.per_client:
+            raise limit_reached(self.per_client)
 
     def _environment(self, requested: str | None) -> tuple[str | None, str]:
         """(environment id, engine string of the content key) a submit runs in."""

@@ -11,6 +11,8 @@ zygote already forks one sandboxed process per job, and a warm zygote must outli
 - `host.py`: `python -m compiler_core worker --broker URL`: starts and restarts the slots.
 - `reaper.py`: a job whose slot died is retried once elsewhere, or ends as `WorkerDied`.
 - `client.py`: the web side: pick an environment, queue a run, read run streams, the store.
+- `fairness.py`: runs wait round-robin between clients per environment, and go into RQ one
+  per free slot; `leases.py`: each client's live submits, counted for every web server at once.
 
 Nothing here imports torch or Flask; redis and rq are imported only when a broker is used.
 """

@@ -12,8 +12,10 @@ import secrets
 import time
 import uuid
 
-from . import protocol
-from .reaper import enqueue, reap
+from ..errors import ErrorKind
+from ..supervisor.job import empty_result
+from . import fairness, leases, protocol
+from .reaper import reap
 
 
 class BrokerDown(RuntimeError):
@@ -59,11 +61,6 @@ class Broker:
             env["workers"] += 1
         return sorted(found.values(), key=lambda e: (-e["workers"], e["id"]))
 
-    def queued(self, env_id: str) -> int:
-        from rq import Queue
-        with self._reachable():
-            return Queue(protocol.queue_name(env_id), connection=self.conn).count
-
     # -- runs
     def active_run(self, key: str) -> str | None:
         """The run queued or running for `key` on any web server (not one being cancelled)."""
@@ -76,22 +73,34 @@ class Broker:
                 protocol.cancel_key(run_id))
             return run_id if live else None
 
-    def start_run(self, key: str, source: str, options: dict, env_id: str) -> str:
-        """Queue a new run of `key` on `env_id`'s queue; returns its run id."""
+    def start_run(self, key: str, source: str, options: dict, env_id: str,
+                  client: str) -> tuple[str, int]:
+        """Queue a new run of `key` for `client` on `env_id`'s fair queue, and send runs on
+        to RQ if slots are free. Returns (run id, its queue position: 1 = next)."""
         run_id = uuid.uuid4().hex
         with self._reachable():
             self.conn.xadd(protocol.run_key(run_id), protocol.entry("queued", {
                 "key": key, "source": source, "options": options, "env_id": env_id}))
             self.conn.expire(protocol.run_key(run_id), protocol.RUN_TTL_S)
-            enqueue(self.conn, env_id, run_id, key, source, options, 1)
+            ahead = fairness.push(self.conn, env_id, run_id, client) + self._in_rq(env_id)
             self.conn.set(protocol.active_key(key), run_id, ex=protocol.RUN_TTL_S)
-        return run_id
+            fairness.dispatch(self.conn, env_id)
+        return run_id, ahead + 1
+
+    def _in_rq(self, env_id: str) -> int:
+        """Runs already handed to RQ that no slot has taken yet (they go first)."""
+        from rq import Queue
+        return Queue(protocol.queue_name(env_id), connection=self.conn).count
+
+    def dispatch(self, env_id: str) -> None:
+        """Send waiting runs of `env_id` on to RQ while its slots are free."""
+        with self._reachable():
+            fairness.dispatch(self.conn, env_id)
 
     def run_origin(self, run_id: str) -> dict | None:
         """What a run was queued with: {key, source, options, env_id}."""
         with self._reachable():
-            first = self.conn.xrange(protocol.run_key(run_id), count=1)
-        return protocol.read_entry(first[0][1])[1] if first else None
+            return protocol.run_origin(self.conn, run_id)
 
     def read(self, cursors: dict[str, str], block_ms: int) -> list[tuple]:
         """New entries of these runs' streams after each cursor (entry id; "0" for all):
@@ -107,13 +116,30 @@ class Broker:
         with self._reachable():
             return [r for r in run_ids if not self.conn.exists(protocol.run_key(r))]
 
-    def cancel(self, run_id: str) -> None:
+    def cancel(self, run_id: str, env_id: str, key: str) -> None:
+        """Cancel a run: its slot stops it, or, still waiting for one, it ends here."""
         with self._reachable():
             self.conn.set(protocol.cancel_key(run_id), 1, ex=protocol.RUN_TTL_S)
+            if fairness.remove(self.conn, env_id, run_id):
+                error = ErrorKind.CANCELLED.error("cancelled before it started")
+                protocol.end_run(self.conn, run_id, key, empty_result(error))
 
     def reap(self, env_ids) -> int:
         with self._reachable():
             return reap(self.conn, env_ids)
+
+    # -- per-client limits of all web servers together (leases.py)
+    def acquire_lease(self, client: str, lease_id: str, limit: int) -> bool:
+        with self._reachable():
+            return leases.acquire(self.conn, client, lease_id, limit)
+
+    def renew_leases(self, held: list[tuple[str, str]]) -> None:
+        with self._reachable():
+            leases.renew(self.conn, held)
+
+    def release_leases(self, ended: list[tuple[str, str]]) -> None:
+        with self._reachable():
+            leases.release(self.conn, ended)
 
     # -- handles, so that any web server answers for any job id
     def save_handle(self, handle_id: str, meta: dict) -> None:

@@ -7,6 +7,8 @@
     torchbolt:cancel:RUN     set when the last handle of a run was cancelled
     torchbolt:handle:ID      a submit's handle, so any web server can answer for its job id
     torchbolt:result:KEY     the share store (a hash: source, options, result, created)
+    torchbolt:leases:CLIENT  a client's queued or running submits, as leases (leases.py)
+    torchbolt:fair:ENV[:...] runs waiting for a slot of ENV, client by client (fairness.py)
 
 A run's stream is the job's record stream, as its worker slot reads it from the job: `started`
 (the script's path inside the job), one `record` per record, and a final `result`; a web server
@@ -96,6 +98,14 @@ def result_key(key: str) -> str:
     return f"torchbolt:result:{key}"
 
 
+def lease_key(client: str) -> str:
+    return f"torchbolt:leases:{client}"
+
+
+def fair_key(env_id: str, part: str = "") -> str:
+    return f"torchbolt:fair:{env_id}" + (f":{part}" if part else "")
+
+
 def pack(data) -> bytes:
     return zlib.compress(json.dumps(data).encode("utf-8"), 1)
 
@@ -108,14 +118,31 @@ def entry(kind: str, data=None) -> dict:
     return {"kind": kind, "data": pack(data)}
 
 
+def entry_kind(fields: dict) -> str:
+    return fields[b"kind"].decode()
+
+
 def read_entry(fields: dict) -> tuple[str, object]:
-    return fields[b"kind"].decode(), unpack(fields[b"data"])
+    return entry_kind(fields), unpack(fields[b"data"])
+
+
+def run_origin(conn, run_id: str) -> dict | None:
+    """What a run was queued with ({key, source, options, env_id}): its stream's first entry."""
+    first = conn.xrange(run_key(run_id), count=1)
+    return read_entry(first[0][1])[1] if first else None
 
 
 def release_active(conn, key: str, run_id: str) -> None:
     """Forget `key`'s active run, unless a newer run took it over meanwhile."""
     if conn.get(active_key(key)) == run_id.encode():
         conn.delete(active_key(key))
+
+
+def end_run(conn, run_id: str, key: str, result: dict) -> None:
+    """Publish a run's final result for it (its slot cannot: dead, or never started it)."""
+    conn.xadd(run_key(run_id), entry("result", result))
+    conn.expire(run_key(run_id), RUN_TTL_S)
+    release_active(conn, key, run_id)
 
 
 class Publisher:

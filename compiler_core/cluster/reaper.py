@@ -37,16 +37,21 @@ def live_slots(conn, env_id: str) -> int:
     return count
 
 
+def job_timeout(options: dict) -> int:
+    """How long RQ lets an attempt run: the job's own time limit and 5 minutes to start."""
+    return int(options["timeout"]) + 300
+
+
 def enqueue(conn, env_id: str, run_id: str, key: str, source: str, options: dict,
-            attempt: int):
-    """Queue attempt `attempt` of a run on its environment's RQ queue (JSON, never pickle)."""
+            attempt: int, pipeline=None):
+    """Queue attempt `attempt` of a run on its environment's RQ queue (JSON, never pickle);
+    `pipeline`: as part of that transaction (fairness.py hands runs over this way)."""
     from rq import Queue
     from rq.serializers import JSONSerializer
     queue = Queue(protocol.queue_name(env_id), connection=conn, serializer=JSONSerializer)
     return queue.enqueue("compiler_core.cluster.slot.run_remote", run_id, key, source, options,
-                         attempt, job_id=f"{run_id}-{attempt}",
-                         job_timeout=int(options["timeout"]) + 300, result_ttl=60,
-                         failure_ttl=protocol.RUN_TTL_S)
+                         attempt, job_id=f"{run_id}-{attempt}", job_timeout=job_timeout(options),
+                         result_ttl=60, failure_ttl=protocol.RUN_TTL_S, pipeline=pipeline)
 
 
 def reap(conn, env_ids) -> int:
@@ -85,10 +90,9 @@ def _confirmed_dead(conn, slot: str) -> bool:
 
 def _retry_or_fail(conn, env_id: str, slot: str, run_id: str, key: str, source: str,
                    options: dict, attempt: int) -> None:
-    stream = protocol.run_key(run_id)
     if attempt < MAX_ATTEMPTS and live_slots(conn, env_id) and \
             not conn.exists(protocol.cancel_key(run_id)):
-        conn.xadd(stream, protocol.entry("retry", {
+        conn.xadd(protocol.run_key(run_id), protocol.entry("retry", {
             "message": f"its worker ({slot}) stopped answering; running it again elsewhere",
             "attempt": attempt + 1}))
         enqueue(conn, env_id, run_id, key, source, options, attempt + 1)
@@ -98,6 +102,4 @@ def _retry_or_fail(conn, env_id: str, slot: str, run_id: str, key: str, source: 
     error = ErrorKind.WORKER_DIED.error(
         f"the worker running this job ({slot}) died or lost its connection, {why}; "
         "the job did not finish (submit it again)")
-    conn.xadd(stream, protocol.entry("result", empty_result(error)))
-    conn.expire(stream, protocol.RUN_TTL_S)
-    protocol.release_active(conn, key, run_id)
+    protocol.end_run(conn, run_id, key, empty_result(error))

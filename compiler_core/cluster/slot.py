@@ -28,7 +28,7 @@ from ..options import Options
 from ..report.result import build_result
 from ..supervisor.job import Job
 from ..supervisor.worker import Worker, WorkerError
-from . import protocol
+from . import fairness, protocol
 from .reaper import reap
 
 PROBE_SOURCE = "# torchbolt worker's start-up probe: reports its environment\n"
@@ -104,6 +104,7 @@ def _keep_alive(state: SlotState) -> None:
     while True:
         try:
             state.heartbeat()
+            fairness.dispatch(state.conn, state.env_id)  # runs waiting while no server calls it
             if time.monotonic() - last_reap > REAP_EVERY_S:
                 last_reap = time.monotonic()
                 reap(state.conn, [state.env_id])
