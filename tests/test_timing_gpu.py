@@ -126,7 +126,8 @@ def held_elsewhere_within(lock_path, seconds: float) -> bool:
 
 def test_a_job_process_times_its_warm_up_under_the_gpu_lock(tmp_path):
     """A GPU job's process warms up ahead of its job, timing kernels of its own (L2 flush,
-    accuracy check): under the GPU's timing lock, as a job's timings, so no job times beside."""
+    accuracy check): under the GPU's timing lock (free here), as a job's timings, so no job
+    times beside."""
     from compiler_core import Worker
     lock = tmp_path / "gpu.lock"
     lock.touch()
@@ -136,3 +137,20 @@ def test_a_job_process_times_its_warm_up_under_the_gpu_lock(tmp_path):
         assert held_elsewhere_within(lock, 120)
     finally:
         worker.close()
+
+
+def test_a_job_process_does_not_wait_for_a_busy_gpu_lock_to_warm_up(tmp_path):
+    """While a job times (the lock held), the next job's process still warms up and says it is
+    ready: it leaves the timings' warm-up to its own job rather than wait for the lock."""
+    from compiler_core import Worker
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    with open(lock) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        worker = Worker(timing_lock=str(lock)).start()
+        try:
+            worker.wait_ready()
+            (standby,) = worker._standbys
+            assert standby.warm.wait(120)
+        finally:
+            worker.close()

@@ -11,10 +11,11 @@ The supervisor streams the records into the `Job` (`job.py`), enforces the wall-
 CPU-time limits by killing the job's whole cgroup (all its processes), and turns the way the job
 ended into its result (`ending.py`).
 
-A GPU job process warms up for seconds (CUDA, a first Triton compile, the timings' warm-up under
-the GPU's timing lock, which waits while a running job times): longer than a small job runs. So a
-GPU machine keeps a pool of `standbys` job processes warming; a job takes a warm one (else the
-oldest) and a new one starts behind it, so back-to-back jobs find one ready.
+A GPU job process warms up for seconds (CUDA, a first Triton compile): longer than a small job
+runs. So a GPU machine keeps job processes warming ahead ("standbys"), as many as the load needs:
+one, and up to `standbys` while jobs arrive faster than a process warms up (a job found its
+standby still warming); one again when a job leaves a warm standby unused. A job takes a warm
+one, else the one warming longest, and a new one starts behind it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from .slot import JOBS_ROOT, Slot, open_lock, remove_stale_jobs
 POLL_S = 0.02
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STARTUP_TIMEOUT_S = 300
-STANDBYS = 2  # job processes kept warming on a GPU machine (each holds a CUDA context)
+STANDBYS = 2  # at most, job processes kept warming on a GPU machine (each a CUDA context)
 MEMORY_ACT_AT = 0.9  # of the limit: stop the job with its traceback before the kernel kills it
 _serial = iter(range(1, 1 << 62))
 
@@ -85,8 +86,8 @@ class Worker:
         Triton's build caches from run to run (kernels built from the same source are reused;
         the caches that would skip code generation stay off, so every stage still appears).
         Never for a server: there a cache written by one job must not be read by another.
-        `standbys`: where each job gets a fresh process (a GPU machine), how many are kept
-        warming ahead of the jobs (at least 1)."""
+        `standbys`: where each job gets a fresh process (a GPU machine), how many at most are
+        kept warming ahead of the jobs (at least 1)."""
         self.requested_sandbox = sandbox
         self.timing_lock = timing_lock
         self.warm = warm
@@ -99,6 +100,7 @@ class Worker:
         self._ready = threading.Event()
         self._standbys: collections.deque[Slot] = collections.deque()
         self.standbys = max(1, standbys)
+        self._wanted_standbys = 1  # follows the load, up to `standbys`
         self.fresh_process_per_job = False
         self.warm_s: float | None = None
         self._name = f"{os.getpid()}-w{next(_serial)}"
@@ -196,14 +198,19 @@ class Worker:
 
     def _fill_standbys(self, disk_mb: int) -> None:
         if self.fresh_process_per_job:
-            while len(self._standbys) < self.standbys:
+            while len(self._standbys) < self._wanted_standbys:
                 self._standbys.append(self._open_slot(disk_mb))
 
     def _take_standby(self) -> Slot | None:
-        """A standby that has warmed up, else the one warming longest; None if none is left."""
+        """A standby that has warmed up, else the one warming longest (and then one more is
+        wanted); None if none is left."""
         alive = [slot for slot in self._standbys if slot.name in self._slots]
         slot = next((s for s in alive if s.warm.is_set()), alive[0] if alive else None)
         self._standbys = collections.deque(s for s in alive if s is not slot)
+        if slot is not None and not slot.warm.is_set():
+            self._wanted_standbys = min(self.standbys, self._wanted_standbys + 1)
+        elif any(s.warm.is_set() for s in self._standbys):
+            self._wanted_standbys = max(1, self._wanted_standbys - 1)
         return slot
 
     # -- jobs

@@ -49,6 +49,24 @@ def held(lock_fd: int | None):
 
 
 @contextlib.contextmanager
+def held_if_free(lock_fd: int | None):
+    """The timing lock if no one holds it now (yields True), else nothing (False): for work
+    worth doing only when it waits for no one."""
+    if lock_fd is None:
+        yield True
+        return
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        fcntl.flock(lock_fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def quiet_stderr():
     saved = os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
