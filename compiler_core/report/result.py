@@ -20,7 +20,9 @@ from .conform import conform
 from .stages import EXTRACTORS, export, metrics, torchscript, triton_ir, why_gpu
 from .stages.breaks import graph_breaks, recompiles
 from .stages.guards import with_failed_guards
+from .stages.fusion import fusion
 from .stages.kernels import extract_kernels
+from .stages.saved import saved_activations
 
 RESULT_VERSION = 2  # 2: guards carry row and symbolic, recompiles failed_guards
 
@@ -88,10 +90,13 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
     step("guard_counts", lambda: metrics.explain_guard_counts(stages), None)
     stage_errors += [_stage_error(group.compile_id, r["meta"]) for r in group.all("stage_error")]
     no_frame = {"name": None, "filename": None, "line": None, "qualname": None}
+    kernels = step("kernels", lambda: _kernels(group), [])
     return {"id": group.compile_id, "frame": step("frame", lambda: frame_of(group), no_frame),
             "user_line": step("user_line", lambda: user_line(group), None),
             "stages": stages,
-            "kernels": step("kernels", lambda: _kernels(group), []),
+            "kernels": kernels,
+            "fusion": step("fusion", lambda: fusion(group, kernels), None),
+            "saved_activations": step("saved_activations", lambda: saved_activations(stages), None),
             "census": step("census", lambda: census(stages), {}),
             "has_graph": "dynamo_graph" in stages,
             "failure": step("failure", lambda: failure_of(group), None),
