@@ -16,7 +16,10 @@ from . import protocol
 
 LEASE_S = 30  # ten renewals (every 3 s, app/broker.py) may fail before a live submit's lapses
 
-NOW = "local clock = redis.call('TIME')\nlocal now = tonumber(clock[1]) + tonumber(clock[2]) / 1e6\n"
+NOW = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1e6
+"""  # Redis's clock, the same for every web server
 # KEYS[1]: a client's leases; ARGV: lease id, limit, lease seconds. 1: admitted, 0: at the limit.
 ACQUIRE = NOW + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
