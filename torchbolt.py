@@ -1,6 +1,7 @@
 """The `torchbolt` command: `torchbolt serve [...]` (the web explorer, `python -m app`),
 `torchbolt run SCRIPT.py [...]` and `torchbolt report ...` (the engine's CLI,
-`python -m compiler_core run|report`).
+`python -m compiler_core run|report`), and `torchbolt worker --broker URL` (a worker host serving
+the web servers on that Redis, in this interpreter's torch: `python -m compiler_core worker`).
 
 Each subcommand loads only its own side: `run` and `report` never import Flask. In IPython or
 Jupyter, `%load_ext torchbolt` adds the `%%torchbolt` cell magic (compiler_core/notebook.py).
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: torchbolt {serve,run,report} ...
+USAGE = """usage: torchbolt {serve,run,report,worker} ...
 
   serve   serve the web explorer (torchbolt serve --help)
   run     run SCRIPT.py under torch.compile and write every stage as JSON (torchbolt run --help)
   report  write one self-contained HTML report of SCRIPT.py's run or of a TORCH_TRACE log folder
           (torchbolt report --help)
+  worker  run jobs for the web servers of a Redis broker, in this Python's torch
+          (torchbolt worker --help)
 """
 
 
@@ -25,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "serve":
         from app.__main__ import main as serve
         return serve(rest) or 0
-    if command in ("run", "report"):
+    if command in ("run", "report", "worker"):
         from compiler_core.__main__ import main as engine
         return engine([command, *rest])
     print(USAGE, file=sys.stderr if command not in ("-h", "--help") else sys.stdout, end="")

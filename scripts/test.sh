@@ -1,6 +1,21 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what it needs, then runs pytest (exit 5, no tests, fails too).
+# The whole test suite: installs what it needs, then runs pytest (exit 5, no tests, fails too);
+# then the engine tests again under the second torch (scripts/second_torch.sh), in its venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 python3 -m pytest tests -q -p no:cacheprovider "$@"
+
+# The engine under the second torch: capture, every stage, the report and the CLI (no browser
+# suites: the page does not depend on torch). Add a test file here when it covers the engine.
+# Left out there: the standby interpreters and the CLI's build cache (torchbolt's process model,
+# the same in any torch; together ~3 of its ~7 minutes).
+ENGINE_TESTS=(tests/test_engine_gallery.py tests/test_lesson_claims.py tests/test_engine_errors.py
+              tests/test_cli.py tests/test_report.py tests/test_result_records.py
+              tests/test_provenance.py tests/test_graph_breaks.py tests/test_teaching_capture.py
+              tests/test_teaching_guards.py tests/test_triton_ir.py
+              --deselect tests/test_engine_errors.py::test_jobs_in_standby_interpreters_give_the_same_results
+              --deselect tests/test_cli.py::test_the_build_cache_is_reused_and_hides_no_stage)
+. scripts/second_torch.sh
+echo "== the engine tests under torch $SECOND_TORCH ($SECOND_TORCH_VENV)"
+"$SECOND_TORCH_VENV/bin/python" -m pytest "${ENGINE_TESTS[@]}" -q -p no:cacheprovider "$@"
