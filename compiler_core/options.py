@@ -85,6 +85,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("views", "bool", True, label="ATen views",
            help="after the script (and its timings), re-trace each Dynamo graph to the Core "
                 "ATen and prims views (seconds more on big models); off for the stages alone"),
+    Option("aot", "bool", False, label="AOT",
+           help="after the script, build each torch.export program's AOTInductor package "
+                "(aoti_compile_and_package: a C++ build, 30-70 s) and time its load and first "
+                "call against a fresh torch.compile's first call"),
     Option("timeout", "number", 120.0, label="timeout",
            help="wall-clock seconds for the whole script", min=1, max=600),
     Option("memory_mb", "number", _default_memory_mb(), user=False,

@@ -246,15 +246,20 @@ def ir_lines(text: str, ops: dict) -> list[Lines]:
 
 # ---------------------------------------------------------------- the generated module
 
-KERNEL_DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.\w+\(")
-HANDLE = re.compile(r"# \[Provenance debug handles\] (?P<keys>.+)$")
+# `NAME = async_compile.triton(...` in a Python module; in AOTInductor's C++ wrapper on CUDA the
+# same call, indented, inside the comment above each kernel's launcher (torch 2.11).
+KERNEL_DEFINITION = re.compile(r"^(?:(?P<name>\w+) = async_compile\.\w+\(|"
+                               r" *async_compile\.triton\('(?P<embedded>\w+)',)")
+HANDLE = re.compile(r"(?:#|//) \[Provenance debug handles\] (?P<keys>.+)$")
+COMMENT = ("#", "//")  # Python's, and the C++ wrapper's
 
 
 def module_lines(code: str, kernels: dict[str, dict], stack_lines: dict[str, Lines]) -> tuple:
-    """The generated module: kernel definitions line by line (and the comments above them),
-    and in `call()` each launch, from the provenance handle comment above it to the line that
-    calls the kernel. `kernels`: name -> {"map": per source line, "lines": whole kernel,
-    "label"}; `stack_lines`: provenance key (`NAME:N`) -> its user lines."""
+    """The generated module (or AOTInductor's C++ wrapper): kernel definitions line by line
+    (and the comments above them), and in `call()` (`run_impl`) each launch, from the
+    provenance handle comment above it to the line that calls the kernel. `kernels`: name ->
+    {"map": per source line, "lines": whole kernel, "label"}; `stack_lines`: provenance key
+    (`NAME:N`) -> its user lines."""
     lines = code.split("\n")
     per_line: list[Lines] = [[] for _ in lines]
     keys: list[str | None] = [None] * len(lines)
@@ -263,8 +268,9 @@ def module_lines(code: str, kernels: dict[str, dict], stack_lines: dict[str, Lin
         line = lines[index]
         definition = KERNEL_DEFINITION.match(line)
         handle = HANDLE.search(line)
-        if definition and definition["name"] in kernels:
-            index = _definition(lines, index, kernels[definition["name"]], per_line, keys)
+        name = definition and (definition["name"] or definition["embedded"])
+        if name in kernels:
+            index = _definition(lines, index, kernels[name], per_line, keys)
         elif handle:
             index = _launch(lines, index, handle["keys"].split(), stack_lines, per_line)
         index += 1
@@ -273,7 +279,7 @@ def module_lines(code: str, kernels: dict[str, dict], stack_lines: dict[str, Lin
 
 def _comments_above(lines: list[str], index: int) -> range:
     start = index
-    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+    while start > 0 and lines[start - 1].lstrip().startswith(COMMENT):
         start -= 1
     return range(start, index)
 

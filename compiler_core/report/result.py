@@ -243,6 +243,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
         "cudagraphs": part("cudagraphs", lambda: why_gpu.cudagraphs(records, user_file), None),
         "truncated": truncated,
     }
+    part("aoti", lambda: export.attach_aoti(result["exports"], records, user_file), None)
     part("stage_text_chars", lambda: cut_stage_texts(result, truncated), None)
     part("schema", lambda: conform(result), None)
     return result

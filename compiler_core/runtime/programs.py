@@ -28,6 +28,7 @@ class ProgramRecorder:
         self.real_export = torch.export.export
         self.real_trace, self.real_script = torch.jit.trace, torch.jit.script
         self.counts = {"export": 0, "torchscript": 0}
+        self.exported: list = []  # the ExportedPrograms recorded, by index (the AOT path's)
         self.depth = 0
 
     @property
@@ -51,6 +52,10 @@ class ProgramRecorder:
                 self.depth -= 1
         return call
 
+    def index_of(self, program) -> int | None:
+        """The index of an ExportedProgram the script got from torch.export.export, else None."""
+        return next((i for i, p in enumerate(self.exported) if p is program), None)
+
     def _next(self, kind: str) -> int:
         self.counts[kind] += 1
         return self.counts[kind] - 1
@@ -69,6 +74,7 @@ class ProgramRecorder:
                              message=f"{type(exc).__name__}: {exc}")
         self.writer.emit("export", None, None, index=self._next("export"), line=line,
                          stages=stages)
+        self.exported.append(program)
         return program
 
     def trace(self, line, *args, **kwargs):

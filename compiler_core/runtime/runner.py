@@ -16,6 +16,7 @@ import traceback
 import torch
 
 from . import measure, replay_output
+from .aoti import AotiRecorder
 from .callables import CompileRecorder
 from .calls import CallTimeline
 from .capture import CaptureSession
@@ -135,6 +136,8 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
         recorder.install()
         programs = ProgramRecorder(session, user_file)
         programs.install()
+        aoti = AotiRecorder(session, programs, device, recorder.real_compile)
+        aoti.install()
         try:
             execute(source, user_file)
         except SystemExit as exc:
@@ -153,6 +156,9 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
             with replay_output.set_aside(writer):
                 measure.after_script(recorder, session, device, preview=options.gpu_preview,
                                      timings=options.measure, timing_lock_fd=timing_lock_fd)
+            if options.aot or (options.measure and aoti.packages):
+                writer.emit("phase", None, None, step="building and timing AOTInductor packages")
+                aoti.after_script(build=options.aot, measure=options.aot or options.measure)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:
