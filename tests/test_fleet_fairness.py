@@ -209,6 +209,7 @@ def test_a_sent_run_holds_its_slot_until_its_result(scratch):
 def test_a_clients_third_job_is_a_429_on_either_web_server(web_servers, worker_host):
     one, two = web_servers(2)
     jobs = [submit(one, A, "limit0", 20)[1]["job"], submit(two, A, "limit1")[1]["job"]]
+    lease_ends = worker_host.zscore(protocol.lease_key(A), jobs[0])
     refusal = limit_reached(2).message
     for port in (one, two):
         code, answer = submit(port, A, "limit2")
@@ -217,6 +218,8 @@ def test_a_clients_third_job_is_a_429_on_either_web_server(web_servers, worker_h
     assert code == 429
     code, other = submit(two, B, "limit3")
     assert code == 202  # another client has its own two
+    wait_for(lambda: worker_host.zscore(protocol.lease_key(A), jobs[0]) > lease_ends, 10,
+             "the web server to renew the live job's lease")
     assert call(two, "POST", f"/api/jobs/{jobs[1]}/cancel", A)[1]["status"] == "failed"
     code, third = submit(one, A, "limit2")  # the cancel (on the other server) freed a place
     assert code == 202
