@@ -1,4 +1,5 @@
-"""The web side of the broker: environments, runs, their streams, handles and the shared store.
+"""The web side of the broker: environments, runs (queued fairly, fairness.py), their streams,
+per-client leases (leases.py), handles and the shared store.
 
 Every method raises `BrokerDown` (never a redis exception) when Redis cannot be reached, so the
 web layer answers 503 and carries on; the client reconnects by itself once Redis is back.
