@@ -1,6 +1,7 @@
 // The Kernels stage's list: one item per kernel (name, kind, measured time; nodes, user lines);
-// a kernel's name jumps to its source in the pane, a user line selects it in the editor.
-// Names and nodes reach the page as text only (dom.js).
+// a kernel's name jumps to its source in the pane, a user line selects it in the editor. Below
+// each kernel, from the scheduler's fusion log (compile.fusion): what fused into it, and the
+// neighbours that did not, with PyTorch's reason. Names reach the page as text only (dom.js).
 
 import { h } from "./dom.js";
 
@@ -10,6 +11,34 @@ function duration(us) {
 
 function nodesText(nodes) {
   return nodes.length > 6 ? `${nodes.slice(0, 6).join(", ")} … (${nodes.length})` : nodes.join(", ");
+}
+
+// The fusion decisions that concern one kernel: those that fused into it, and the refusals
+// with one of their nodes in it (on the CPU both nodes can end in one C++ kernel, as loops).
+export function fusionOf(fusion, kernel) {
+  const mine = (fusion?.decisions ?? []).filter((d) => d.graph === kernel.graph);
+  return { fused: mine.filter((d) => d.fused && d.kernel === kernel.name),
+           refused: mine.filter((d) => !d.fused && d.kernels.includes(kernel.name)) };
+}
+
+function lineButtons(lines, onUserLine) {
+  return lines.map((line) => h("button", { class: "link user-line", title: `Select line ${line}`,
+                                          onclick: () => onUserLine(line) }, String(line)));
+}
+
+// "fused op0 (sin) + op1 (sum)" and "not fused: op2 (cos) with op3 (sum_1) (into cpp_fused_x_1):
+// no shared data", each scheduler node with the FX nodes it came from.
+function fusionLines(kernel, { fused, refused }, onUserLine) {
+  const other = (d) => d.kernels.filter((k) => k && k !== kernel.name);
+  const named = (d) => d.nodes.map((n, i) => d.origins[i]?.length ? `${n} (${d.origins[i].join(", ")})` : n);
+  const decision = (d, text) => h("div", { class: "kernel-meta kernel-fusion", title: d.reason },
+    h("span", { class: "kernel-nodes" }, text),
+    d.lines.length ? h("span", { class: "kernel-lines" }, "lines", lineButtons(d.lines, onUserLine)) : null);
+  return [
+    ...fused.map((d) => decision(d, `fused ${named(d).join(" + ")}`)),
+    ...refused.map((d) => decision(d, `not fused: ${named(d).join(" with ")}` +
+      `${other(d).length ? ` (into ${other(d).join(", ")})` : ""}: ${d.reason}`)),
+  ];
 }
 
 export function renderKernelList(kernels, { onJump, onUserLine }) {
@@ -24,9 +53,8 @@ export function renderKernelList(kernels, { onJump, onUserLine }) {
         duration(k.time.us)) : null),
     h("div", { class: "kernel-meta" },
       h("span", { class: "kernel-nodes", title: k.nodes.join(", ") }, nodesText(k.nodes)),
-      k.lines.length ? h("span", { class: "kernel-lines" }, "lines",
-        k.lines.map((line) => h("button", { class: "link user-line", title: `Select line ${line}`,
-                                          onclick: () => onUserLine(line) }, String(line)))) : null));
+      k.lines.length ? h("span", { class: "kernel-lines" }, "lines", lineButtons(k.lines, onUserLine)) : null),
+    k.fusion ? fusionLines(k, k.fusion, onUserLine) : null);
   return h("details", { class: "kernel-list", open: true },
     h("summary", {}, `${kernels.length} kernel${kernels.length === 1 ? "" : "s"}`),
     h("ul", {}, kernels.map(item)));

@@ -7,6 +7,7 @@ import { renderGraph } from "./graph.js";
 import { failedGuards, renderGuards } from "./guards.js";
 import { applyDiffs, compareWithPrevious, diffSelect, previousOf, renderDiffSelect } from "./compare.js";
 import { renderKernelList } from "./kernels.js";
+import { renderSaved } from "./saved.js";
 import { kernelKeyOf, linesOfKey, linesOfUsers, userLinesOf } from "./linking.js";
 import { StageTexts } from "./stagetexts.js";
 import { errorStrip, noCompile } from "./states.js";
@@ -239,12 +240,13 @@ class Pane {
     } else {
       const python = view === "python";
       let host = this.body;
-      if (this.artifact.kernels) {
+      const list = this.artifact.kernels ? renderKernelList(this.artifact.kernels, {
+        onJump: (line) => this.viewer && scrollToLine(this.viewer, line, "start"),
+        onUserLine: this.owner.onUserLine }) : renderSaved(compile, stage, this.owner.onUserLine);
+      if (list) {
         host = h("div", { class: "kernel-code" });
         this.body.classList.add("with-list");
-        this.body.append(renderKernelList(this.artifact.kernels, {
-          onJump: (line) => this.viewer && scrollToLine(this.viewer, line, "start"),
-          onUserLine: this.owner.onUserLine }), host);
+        this.body.append(list, host);
       }
       this.viewer = createViewer(host, {
         text: python ? this.artifact.source : this.artifact.text,

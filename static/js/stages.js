@@ -3,6 +3,8 @@
 // built here from a compile's kernel list, "timings" from the whole run's measured timings.
 // Stages the engine adds later show up by title.
 
+import { fusionOf } from "./kernels.js";
+
 const EXTENSION = { python: "py", cpp: "cpp", json: "json" };
 // A pane asking for a stage this compile lacks shows its counterpart (training vs inference).
 const COUNTERPART = { aot_forward: "aot_inference", aot_inference: "aot_forward" };
@@ -89,6 +91,7 @@ function kernelsArtifact({ name, title }, compile, result) {
   for (const kernel of kernels) {
     list.push({ name: kernel.name, label: kernel.label ?? kernel.name, kind: kernel.kind, graph: kernel.graph,
                 nodes: kernel.nodes ?? [], lines: kernel.lines ?? [], line: text.length + 1,
+                fusion: preview ? null : fusionOf(compile.fusion, kernel), // the CPU run's decisions
                 time: preview ? null : times.get(kernel.name) ?? null });
     const header = [
       `${comment} ===== ${kernel.name} (${kernel.kind}${kernel.graph ? `, ${kernel.graph}` : ""}) =====`,

@@ -18,6 +18,7 @@ from .common import graph_labels
 DECISIONS_PER_COMPILE = 2000
 NAME_CHARS = 200
 REASON_CHARS = 500
+ORIGINS = 8  # post-grad nodes named per scheduler node
 
 
 def _origins(meta: dict) -> dict[str, list]:
@@ -51,7 +52,8 @@ def _kernel_of(origins: list[list], owners: dict[str, str]) -> str | None:
 
 
 def _decision(raw, graph: str, origins: dict, owners: dict) -> dict | None:
-    """One decision of the log with its kernels and user lines; None if malformed."""
+    """One decision of the log with its nodes' origins, kernels and user lines; None if
+    malformed."""
     if not isinstance(raw, dict) or not isinstance(raw.get("nodes"), list):
         return None
     nodes = [str(name)[:NAME_CHARS] for name in raw["nodes"][:2]]
@@ -62,6 +64,8 @@ def _decision(raw, graph: str, origins: dict, owners: dict) -> dict | None:
                     if isinstance(line, int) and not isinstance(line, bool)})
     return {"graph": graph, "nodes": nodes, "fused": fused,
             "reason": str(raw.get("reason", ""))[:REASON_CHARS], "lines": lines,
+            "origins": [list(dict.fromkeys(str(node)[:NAME_CHARS] for node, _ in parts))[:ORIGINS]
+                        for parts in found],
             "kernels": kernels, "kernel": kernels[0] if fused and kernels else None}
 
 
