@@ -10,7 +10,11 @@
   compiled (None at run time, where the message itself names it). To get the debug lines the
   loggers are set to DEBUG; what a plain run prints (warnings, by torch's default levels) is
   still handed on to torch's own handlers, nothing more. On a CPU-only graph Inductor counts a
-  skip but logs nothing.
+  skip but logs nothing. With DEBUG on, `CUDAGraphTreeManager._run` builds each re-record's
+  reason with `log_data_ptr_mismatch`, which asserts one input per placeholder: a graph
+  partition's function breaks that (torch 2.11 on the H200: the script died with "length
+  mismatch between inputs, recorded_data_ptr, and placeholders" when a weight was replaced), so
+  where it fails the reason is PyTorch's name of the mismatch alone.
 - **Autotuning**: Inductor's feedback-saver hook (`select_algorithm.add_feedback_saver`) receives
   the timings dict `log_results` prints from (`AUTOTUNE mm(...)` on stderr); each call becomes an
   `autotune_choices` record. On this CPU (AVX-512) `max-autotune` benchmarks a C++ GEMM template
@@ -19,6 +23,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from .capture import CaptureSession, current_compile_id
@@ -59,7 +64,24 @@ def _cudagraph_logger_names() -> set[str]:
     return names
 
 
+def guard_rerecord_reason() -> None:
+    """`log_data_ptr_mismatch` as `cudagraph_trees` calls it, its assertion turned into the
+    mismatch's own text (see the module's docstring)."""
+    from torch._inductor import cudagraph_trees
+    original = cudagraph_trees.log_data_ptr_mismatch
+
+    @functools.wraps(original)
+    def log_data_ptr_mismatch(placeholders, inputs, recorded_data_ptr, target_idxs, mismatch):
+        try:
+            return original(placeholders, inputs, recorded_data_ptr, target_idxs, mismatch)
+        except AssertionError:
+            return f"{mismatch}."
+
+    cudagraph_trees.log_data_ptr_mismatch = log_data_ptr_mismatch
+
+
 def record_cudagraph_log(session: CaptureSession) -> None:
+    guard_rerecord_reason()
     handler = CudagraphLogHandler(session)
     for name in sorted(_cudagraph_logger_names()):
         logger = logging.getLogger(name)

@@ -5,7 +5,8 @@ Built from the records `runtime/why_gpu.py` writes: `cudagraph_log` (each line o
 messages are PyTorch's, parsed by string search (they come from the job, so no backtracking
 regex), each list bounded.
 
-Message forms (torch 2.13, `cudagraph_trees.py`, `cudagraph_utils.py`, `scheduler.py`):
+Message forms (torch 2.13, `cudagraph_trees.py`, `cudagraph_utils.py`, `scheduler.py`; torch
+2.11 names no mode, and no compile id in "Recording cudagraph tree for ..."):
 `skipping cudagraphs due to mutated inputs (1 instances). Found from : \\n  File "x.py", line 5 ...`,
 `[0/0] Recording cudagraph tree for symint key 8`, `[0/0] Recording function=f, mode=INFERENCE,
 cuda_graph_id=0, inputs: ...`, `[0/0] Re-recording function=f, mode=INFERENCE, reason=...`,
@@ -37,17 +38,19 @@ def split_compile_id(message: str) -> tuple[str | None, str]:
 
 
 def _fields(text: str, names: tuple[str, ...]) -> dict:
-    """`function=f, mode=M, reason=R` -> the values of `names`, in that order in the text (the
-    last runs to the end: a reason holds commas and lines)."""
-    out, rest = {}, text
-    for i, name in enumerate(names):
-        start = rest.find(f"{name}=")
-        if start < 0:
-            out[name] = None
-            continue
-        rest = rest[start + len(name) + 1:]
-        end = rest.find(f", {names[i + 1]}=") if i + 1 < len(names) else -1
-        out[name], rest = (rest, "") if end < 0 else (rest[:end], rest[end:])
+    """`function=f, mode=M, reason=R` -> the values of `names` (None for one the text lacks:
+    torch 2.11 names no mode); each runs to the next name found, the last to the end (a reason
+    holds commas and lines)."""
+    found, at = [], 0
+    for name in names:
+        start = text.find(f"{name}=", at)
+        if start >= 0:
+            found.append((name, start))
+            at = start + len(name) + 1
+    out = dict.fromkeys(names)
+    for i, (name, start) in enumerate(found):
+        value = text[start + len(name) + 1:found[i + 1][1] if i + 1 < len(found) else len(text)]
+        out[name] = value.removesuffix(", ") if i + 1 < len(found) else value
     return out
 
 
