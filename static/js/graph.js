@@ -3,11 +3,17 @@
 // it. Module groups come collapsed as Model Explorer shows them: click a group to open it, click
 // an open group's title to close it. Search finds nodes by name, op or target, inside closed
 // groups too (they open). Colours: by op, by the kernel a node fused into, or by its kernel's
-// share of the measured kernel time. Clicking a node shows its user line and opens its kernel.
+// share of the measured kernel time. Clicking a node shows its user line and selects it: every
+// graph view of the same compile marks what the node became or came from (Dynamo -> AOT ->
+// post-grad, and back; links from PyTorch's provenance, `report/nodelinks.py`); its first kernel
+// opens in the Kernels stage of the next pane unless another graph is open, and each of its
+// kernels from the view's note. Clicking a kernel in the legend selects
+// the nodes it came from. `]` / `[` step through the marked nodes, Escape clears the selection.
 
 import { api } from "./api.js";
 import { h, clear } from "./dom.js";
 import { GraphCanvas } from "./graphcanvas.js";
+import { stageLabel } from "./stages.js";
 
 const OP_COLORS = {
   placeholder: "#2f9e44", call_function: "#1c7ed6", call_method: "#7048e8",
@@ -74,9 +80,56 @@ function legend(mode, graph, onKernel) {
         : "no kernel timings in this result (run with timings on)")];
   }
   return graph.kernels.map((kernel, i) => h("button", {
-    class: "graph-kernel", title: `open ${kernel.name} in the Kernels stage`,
-    onclick: () => onKernel(kernel.name) },
+    class: "graph-kernel", title: `mark the nodes ${kernel.name} came from, in every graph`,
+    onclick: () => onKernel(i) },
   h("i", { style: `background:${KERNEL_COLORS[i % KERNEL_COLORS.length]}` }), kernel.name));
+}
+
+// The selection shared by the graph views of one compile: a node or a kernel. A view drawn later
+// (another pane, or the next tab) shows it too.
+const views = new Set();
+let selection = null; // {key, compileId, stage, node} or {key, compileId, stage, kernel: index}
+
+function select(chosen) {
+  selection = chosen;
+  for (const view of views) {
+    if (view.container.graphView !== view || !view.canvas.el.isConnected) views.delete(view);
+    else view.showSelection(true);
+  }
+}
+
+const hasAny = (list, set) => (list ?? []).some((v) => set.has(v));
+
+// The nodes of a graph of `stage` (shown or inside closed groups) that the selected node is,
+// became or came from, and how they were found. `post`: the post-grad nodes a node is (AOT and
+// post-grad nodes) or became (a Dynamo node); `dynamo`: the Dynamo nodes it came from.
+function counterparts(chosen, stage, nodes) {
+  if (chosen.kernel != null) return { found: nodes.filter((n) => n.kernels?.includes(chosen.kernel)), how: "kernel" };
+  const source = chosen.node;
+  if (stage === "dynamo_graph") return { found: nodes.filter((n) => source.dynamo?.includes(n.name)), how: "origin" };
+  if (chosen.stage === "dynamo_graph") return { found: nodes.filter((n) => n.dynamo?.includes(source.name)), how: "became" };
+  const same = nodes.filter((n) => hasAny(n.post, new Set(source.post)));
+  if (same.length) return { found: same, how: "same" };
+  return { found: nodes.filter((n) => hasAny(n.dynamo, new Set(source.dynamo))), how: "dynamo" };
+}
+
+function plural(count, word) {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
+}
+
+// Why a selected node has no counterpart in a graph of `stage`.
+function absence(chosen, stage, kernelName) {
+  if (chosen.kernel != null) return `no node of this graph went into ${kernelName}`;
+  const { node } = chosen;
+  if (chosen.stage === "dynamo_graph") {
+    return node.post?.length ? `${node.name} has no counterpart in this graph (its nodes are in the other AOT graph)`
+      : `PyTorch's provenance links no later node to ${node.name} (an input, or work folded away)`;
+  }
+  if (stage === "dynamo_graph" || !node.dynamo?.length) {
+    return `PyTorch recorded no Dynamo node for ${node.name} (a node a pass made, or an input)`;
+  }
+  if (stage === "post_grad_graph" && !node.post?.length) return `Inductor's post-grad passes removed or replaced ${node.name}`;
+  return `no node of this graph is ${node.name} or came from Dynamo's ${node.dynamo.join(", ")}`;
 }
 
 // `collapse` is "auto", "off" or a module depth; `onCollapse(value)` asks for another one.
@@ -104,14 +157,17 @@ class GraphView {
     const fit = h("button", { class: "graph-fit", title: "Show the whole graph",
                               onclick: () => this.canvas.fit(true) }, "Fit");
     this.legend = h("div", { class: "graph-legend" });
+    this.note = h("div", { class: "graph-sync", hidden: true, "aria-live": "polite" });
     clear(container, h("div", { class: "graph-bar" }, this.search, this.count, this.collapseSelect,
-                       this.modeSelect, fit, this.info), this.legend);
+                       this.modeSelect, fit, this.info), this.legend, this.note);
     this.canvas = new GraphCanvas(container, {
       dark: this.dark, describe: (n) => describe(n, this.graph),
       onClick: (n) => this.click(n), onTitle: (box) => this.toggle(box.id, false),
     });
     container.graphView = this; // tests and the benchmark find nodes on screen through it
     this.wireSearch();
+    this.canvas.canvas.addEventListener("keydown", (event) => this.keyDown(event));
+    views.add(this);
   }
 
   // Fetch the view with `expanded` groups open (null: as `collapse` says); then focus `focusId`.
@@ -131,6 +187,7 @@ class GraphView {
     this.renderBar();
     this.runSearch(false);
     this.canvas.setGraph(graph, colorFor(this.mode, graph, this.dark));
+    this.showSelection(false);
     const node = focusId && graph.nodes.find((n) => n.id === focusId);
     if (node) {
       this.current = this.found.findIndex((n) => n.id === focusId);
@@ -151,13 +208,13 @@ class GraphView {
     clear(this.info, `${g.total_nodes.toLocaleString()} nodes` +
       (groups ? ` · ${groups} closed module group${groups === 1 ? "" : "s"}` : "") +
       ` · ${g.edges.length.toLocaleString()} edges · layout: ${g.engine}`);
-    clear(this.legend, legend(this.mode, g, this.onKernel));
+    clear(this.legend, legend(this.mode, g, (i) => this.selectKernel(i)));
   }
 
   setMode(mode) {
     this.mode = mode;
     this.canvas.setColors(colorFor(mode, this.graph, this.dark));
-    clear(this.legend, legend(mode, this.graph, this.onKernel));
+    clear(this.legend, legend(mode, this.graph, (i) => this.selectKernel(i)));
   }
 
   toggle(groupId, open) {
@@ -172,8 +229,83 @@ class GraphView {
       this.toggle(node.id, true);
       return;
     }
+    select({ key: this.key, compileId: this.compileId, stage: this.stage, node });
     if (node.line) this.onUserLine(node.line);
-    if (node.kernels?.length) this.onKernel(this.graph.kernels[node.kernels[0]].name);
+    this.canvas.canvas.focus({ preventScroll: true }); // the editor took it: keep ] [ Escape here
+    // Its kernel opens in the next pane, unless another graph of this compile is in step there.
+    if (node.kernels?.length && ![...views].some((v) => v !== this && v.key === this.key && v.compileId === this.compileId)) {
+      this.onKernel(this.graph.kernels[node.kernels[0]].name);
+    }
+  }
+
+  selectKernel(index) {
+    select({ key: this.key, compileId: this.compileId, stage: this.stage, kernel: index });
+  }
+
+  // Mark the selection's counterparts here (the selected node itself in its own view); `moved`:
+  // it was just made, so another view centres its first counterpart.
+  showSelection(moved) {
+    const chosen = selection;
+    const mine = chosen && this.graph && chosen.key === this.key && chosen.compileId === this.compileId;
+    this.linked = [];
+    this.step = -1;
+    this.canvas.selected = null;
+    if (!mine) {
+      this.canvas.linked = new Set();
+      this.note.hidden = true;
+      this.canvas.redraw();
+      return;
+    }
+    const all = [...this.graph.nodes.filter((n) => n.kind === "node"), ...this.graph.hidden];
+    const own = chosen.node && chosen.stage === this.stage;
+    const { found, how } = own ? { found: all.filter((n) => n.id === chosen.node.id), how: "own" }
+      : counterparts(chosen, this.stage, all);
+    const shown = new Map(this.graph.nodes.map((n) => [n.id, n]));
+    const items = found.map((n) => shown.get(n.id) ?? shown.get(n.chain?.find((g) => shown.has(g)))).filter(Boolean);
+    this.linked = [...new Set(items)];
+    if (own) this.canvas.selected = this.linked[0] ?? null;
+    this.canvas.linked = new Set(own ? [] : this.linked);
+    this.renderNote(chosen, how, found);
+    if (moved && !own && this.linked.length) this.stepLinked(1);
+    else this.canvas.redraw();
+  }
+
+  renderNote(chosen, how, found) {
+    const kernelName = (i) => this.graph.kernels[i]?.name ?? `kernel ${i}`;
+    const what = chosen.kernel != null ? kernelName(chosen.kernel) : `${chosen.node.name} (${stageLabel(chosen.stage)})`;
+    let text;
+    if (how === "own") {
+      const dynamo = this.stage === "dynamo_graph" ? [] : chosen.node.dynamo ?? [];
+      text = `Selected ${chosen.node.name}` + (dynamo.length ? ` · from Dynamo's ${dynamo.join(", ")}` : "") +
+        " · other graphs mark its counterparts";
+    } else if (!found.length) {
+      text = `No counterpart of ${what}: ${absence(chosen, this.stage, what)}.`;
+    } else {
+      const many = how === "became" && found.length > 1 ? ` (decomposed into ${found.length} nodes)` : "";
+      const near = how === "dynamo" ? " (not the same node: these came from the same Dynamo node)" : "";
+      text = `${plural(found.length, "node")} here from ${what}${many}${near} · ] next, [ previous`;
+    }
+    const kernels = how === "own" ? chosen.node.kernels ?? [] : [];
+    clear(this.note, h("span", {}, text), kernels.map((i) => h("button", {
+      class: "graph-kernel", title: `open ${kernelName(i)} in the Kernels stage`,
+      onclick: () => this.onKernel(kernelName(i)) }, `kernel ${kernelName(i)} ↗`)));
+    this.note.hidden = false;
+    this.note.dataset.found = String(how === "own" ? 1 : found.length);
+  }
+
+  // Centre the next (`by` 1) or previous (-1) marked node.
+  stepLinked(by) {
+    const marked = this.linked;
+    if (!marked.length) return;
+    this.step = (this.step + by + marked.length) % marked.length;
+    this.canvas.focus(marked[this.step]);
+  }
+
+  keyDown(event) {
+    if (event.key === "]" || event.key === "[") this.stepLinked(event.key === "]" ? 1 : -1);
+    else if (event.key === "Escape") select(null);
+    else return;
+    event.preventDefault();
   }
 
   matches(query) {

@@ -3,7 +3,9 @@
 // labels are elements over it, made only for the boxes on screen that are big enough to hold
 // them. Each label is clipped to its own box and no two boxes overlap (the server's layout sizes
 // boxes to their labels), so labels never overlap; zoomed out they are hidden and the hover card
-// names the node. Pan by dragging, zoom with the wheel.
+// names the node. Pan by dragging, zoom with the wheel. Marks, in the page's colours: search
+// matches and the selected node in the focus yellow, a selection's counterparts outlined in the
+// accent (as linked lines are in the text panes), the node in view after a step in orange.
 
 import { h, clear } from "./dom.js";
 
@@ -19,13 +21,16 @@ export class GraphCanvas {
   // `onClick(node)` and `onTitle(box)` when a node or a group box's title is clicked.
   constructor(container, { dark, describe, onClick, onTitle }) {
     Object.assign(this, { dark, describe, onClick, onTitle });
-    this.canvas = h("canvas", { class: "graph-canvas" });
+    this.canvas = h("canvas", { class: "graph-canvas", tabindex: "0",
+                                "aria-label": "Graph: drag to pan, wheel to zoom, ] and [ step through marked nodes" });
     this.labels = h("div", { class: "graph-labels" });
     this.card = h("div", { class: "graph-card", hidden: true });
     this.el = h("div", { class: "graph-plot" }, this.canvas, this.labels, this.card);
     container.append(this.el);
     this.k = 1; this.tx = 0; this.ty = 0;
     this.marked = new Set();
+    this.linked = new Set(); // counterparts of a node selected in another graph
+    this.selected = null;
     this.focused = null;
     this.frame = 0;
     this.listen();
@@ -36,6 +41,8 @@ export class GraphCanvas {
     this.graph = graph;
     this.fitted = false;
     this.focused = null;
+    this.selected = null;
+    this.linked = new Set();
     this.card.hidden = true;
     this.setColors(colorOf);
     this.resize();
@@ -208,14 +215,37 @@ export class GraphCanvas {
       ctx.strokeStyle = stroke;
       ctx.stroke();
     }
+    const style = getComputedStyle(this.el);
+    const focus = style.getPropertyValue("--focus").trim() || "#fab005";
     ctx.lineWidth = 3 / this.k;
-    ctx.strokeStyle = "#fab005";
+    ctx.strokeStyle = focus;
     for (const n of this.marked) ctx.strokeRect(n.x - n.w / 2 - 3, n.y - n.h / 2 - 3, n.w + 6, n.h + 6);
+    this.drawSelection(ctx, focus, style.getPropertyValue("--accent").trim() || "#ee4c2c");
     if (this.focused) {
       ctx.strokeStyle = "#e8590c";
       const n = this.focused;
       ctx.strokeRect(n.x - n.w / 2 - 5, n.y - n.h / 2 - 5, n.w + 10, n.h + 10);
     }
+  }
+
+  // The selected node filled in the focus colour; counterparts outlined in the accent, with a
+  // minimum on-screen width so that they stay visible zoomed out.
+  drawSelection(ctx, focus, accent) {
+    const pad = Math.max(4, 3 / this.k);
+    if (this.selected) {
+      const n = this.selected;
+      ctx.fillStyle = focus;
+      ctx.globalAlpha = 0.35;
+      ctx.fillRect(n.x - n.w / 2, n.y - n.h / 2, n.w, n.h);
+      ctx.globalAlpha = 1;
+      ctx.strokeStyle = focus;
+      ctx.strokeRect(n.x - n.w / 2 - pad, n.y - n.h / 2 - pad, n.w + 2 * pad, n.h + 2 * pad);
+    }
+    ctx.lineWidth = 2.5 / this.k;
+    ctx.strokeStyle = accent;
+    ctx.beginPath();
+    for (const n of this.linked) ctx.rect(n.x - n.w / 2 - pad, n.y - n.h / 2 - pad, n.w + 2 * pad, n.h + 2 * pad);
+    ctx.stroke();
   }
 
   // Label elements for the boxes on screen, when their text is big enough to read.
@@ -282,6 +312,7 @@ export class GraphCanvas {
       return [event.clientX - rect.left, event.clientY - rect.top];
     };
     this.canvas.addEventListener("pointerdown", (event) => {
+      this.canvas.focus({ preventScroll: true }); // for the keys
       drag = { start: local(event), tx: this.tx, ty: this.ty, moved: false };
       this.canvas.setPointerCapture(event.pointerId);
     });
