@@ -47,6 +47,10 @@ def is_user_file(path: str, user_file: str) -> bool:
     return bool(path) and (path == user_file or user_file.endswith(path.lstrip(".")))
 
 
+# torch 2.14's FX codegen prefixes a backward node's comment: `# Backward of forward node: File:`.
+BACKWARD_PREFIX = "Backward of forward node: "
+
+
 def _fx_file_start(line: str) -> int | None:
     """Where the path starts in the line's first `#  File: ` comment."""
     hash_at = line.find("#")
@@ -54,6 +58,8 @@ def _fx_file_start(line: str) -> int | None:
         start = hash_at + 1
         while start < len(line) and line[start].isspace():
             start += 1
+        if line.startswith(BACKWARD_PREFIX, start):
+            start += len(BACKWARD_PREFIX)
         if line.startswith("File: ", start):
             return start + len("File: ")
         hash_at = line.find("#", hash_at + 1)
