@@ -103,17 +103,16 @@ def cudagraphs(records: list[dict], user_file: str) -> dict | None:
               "messages": lines[:ENTRIES], "truncated": len(lines) > ENTRIES}
     for line in lines:
         kind = _kind(line["text"])
-        if kind == "partitions":
-            report["partitions"].append({"compile_id": line["compile_id"], "text": line["text"]})
-        elif line["text"].startswith(" ") and report["partitions"] and \
-                report["partitions"][-1]["compile_id"] == line["compile_id"]:  # its detail lines
-            partition = report["partitions"][-1]
-            partition["text"] = (partition["text"] + "\n" + line["text"])[:TEXT]
+        partitions = report["partitions"]
+        if kind is None and line["text"].startswith(" ") and partitions and \
+                partitions[-1]["compile_id"] == line["compile_id"]:  # a partition's detail line
+            partitions[-1]["text"] = (partitions[-1]["text"] + "\n" + line["text"])[:TEXT]
+        elif kind is not None and len(report[kind]) >= ENTRIES:
+            report["truncated"] = True
+        elif kind == "partitions":
+            partitions.append({"compile_id": line["compile_id"], "text": line["text"]})
         elif kind is not None:
             report[kind].append(_entry(line, user_file, kind, line["text"]))
-    for kind in ("skips", "recordings", "rerecords", "partitions"):
-        report["truncated"] |= len(report[kind]) > ENTRIES
-        report[kind] = report[kind][:ENTRIES]
     return report
 
 
