@@ -7,7 +7,7 @@ regex), each list bounded.
 
 Message forms (torch 2.13, `cudagraph_trees.py`, `cudagraph_utils.py`, `scheduler.py`; torch
 2.11 names no mode, and no compile id in "Recording cudagraph tree for ..."):
-`skipping cudagraphs due to mutated inputs (1 instances). Found from : \\n  File "x.py", line 5 ...`,
+`skipping cudagraphs due to mutated inputs (1 instances). Found from : \\n File "x.py", line 5`,
 `[0/0] Recording cudagraph tree for symint key 8`, `[0/0] Recording function=f, mode=INFERENCE,
 cuda_graph_id=0, inputs: ...`, `[0/0] Re-recording function=f, mode=INFERENCE, reason=...`,
 `Created 2 graph partitions: 1 cudagraphable, 1 non-cudagraphable` and its indented lines.
