@@ -104,7 +104,8 @@ def test_trace_bakes_the_branch_in_and_warns_script_keeps_it(result):
     trace, script = result["torchscript"]
     assert (trace["kind"], trace["line"]) == ("trace", line_of("TRACE"))
     assert (script["kind"], script["line"]) == ("script", line_of("SCRIPT"))
-    (warning,) = trace["warnings"]
+    # torch 2.14 also warns that jit.trace is deprecated (a FutureWarning, not from the script)
+    (warning,) = [w for w in trace["warnings"] if w["category"] != "FutureWarning"]
     assert warning["category"] == "TracerWarning" and warning["line"] == line_of("IF")
     traced, scripted = trace["stages"]["torchscript_graph"], script["stages"]["torchscript_graph"]
     assert "prim::If" not in traced["text"] and "aten::sin" in traced["text"]

@@ -26,6 +26,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from ...report.stages.kernels import parse_kernels
 from ..capture import CaptureSession
+from ..compat import cuda_properties_seams
 from .triton_kernels import cache_index, kernel_record
 
 # torch.cuda.get_device_properties(0) of the H200 the bench ran on (torch 2.11, driver 580.159.04),
@@ -93,10 +94,10 @@ class _VirtualDriver:
 
 def _patch(stack: contextlib.ExitStack, owner, name: str, value) -> None:
     """Set owner.name (an attribute, or a key of a dict) for the duration of the stack."""
-    if isinstance(owner, dict):
-        old = owner.get(name)
+    if isinstance(owner, dict):  # a key it lacked is removed again, not left as None
+        stack.callback(*(owner.__setitem__, name, owner[name]) if name in owner
+                       else (owner.pop, name, None))
         owner[name] = value
-        stack.callback(owner.__setitem__, name, old)
     else:
         old = getattr(owner, name)
         setattr(owner, name, value)
@@ -142,7 +143,8 @@ def virtual_h200(saved: list[dict]):
         stack.callback(_clear_device_caches)
         _patch(stack, device_interface.device_interfaces, "cuda", interface)
         _patch(stack, driver, "_active", _VirtualDriver(interface))
-        _patch(stack, torch.cuda, "get_device_properties", interface.get_device_properties)
+        for owner, name, value in cuda_properties_seams(VIRTUAL_H200):
+            _patch(stack, owner, name, value)
         _patch(stack, torch.cuda, "get_device_capability", lambda device=None: (9, 0))
         _patch(stack, torch.cuda, "current_device", lambda: 0)
         _patch(stack, triton_helpers, "set_driver_to_gpu", lambda: None)
