@@ -158,8 +158,9 @@ def test_selecting_a_node_marks_its_counterparts_in_the_other_graph(browser, liv
     right = marked(1)
     assert sorted(right["linked"]) == sorted(relu["post"])  # forward relu, backward le/where ...
     assert right["focused"] in right["linked"]  # the first counterpart is centred
-    assert right["note"].startswith(f"{len(relu['post'])} nodes here from {relu['name']}")
-    assert "decomposed into" in right["note"]
+    sections = f"(forward 1, backward {len(relu['post']) - 1})"  # relu; the backward's le, where ...
+    assert right["note"].startswith(f"{len(relu['post'])} nodes here came from {relu['name']} "
+                                    f"(Dynamo graph (Torch IR)) {sections}"), right["note"]
     assert marked(0)["selected"] == relu["id"]
     page.screenshot(path=os.path.join(ARTIFACTS, "graph_sync_dynamo_to_post_grad.png"))
 
@@ -171,9 +172,20 @@ def test_selecting_a_node_marks_its_counterparts_in_the_other_graph(browser, liv
     click(1, where["id"])  # and back: the backward `where` came from Dynamo's relu
     left = marked(0)
     assert left["linked"] == [relu["id"]] and marked(1)["selected"] == where["id"]
+    assert left["note"].startswith(f"{where['name']} (Inductor post-grad graph) came from 1 node here")
     page.screenshot(path=os.path.join(ARTIFACTS, "graph_sync_post_grad_to_dynamo.png"))
 
     page.keyboard.press("Escape")
     assert marked(0)["linked"] == [] and page.is_hidden(".pane[data-index='0'] .graph-sync")
+
+    # a line of a kernel in the Kernels stage marks the nodes the kernel came from
+    (kernel,) = [k for k in training["result"]["compiles"][0]["kernels"] if "threshold_backward" in k["name"]]
+    page.select_option(".pane[data-index='1'] .pane-stage", "kernels")
+    page.click(f".pane[data-index='1'] li[data-kernel='{kernel['label']}'] .kernel-jump")
+    page.locator(f".pane[data-index='1'] .cm-line:has-text('===== {kernel['name']} (') "
+                 "~ .cm-line:has-text('void kernel(')").first.click()  # C++ kernels are `kernel`
+    left = marked(0)
+    assert left["linked"] == [relu["id"]], left
+    assert left["note"].startswith(f"1 node here went into {kernel['label']}")
     page.close()
     assert not problems

@@ -88,7 +88,10 @@ function legend(mode, graph, onKernel) {
 // The selection shared by the graph views of one compile: a node or a kernel. A view drawn later
 // (another pane, or the next tab) shows it too.
 const views = new Set();
-let selection = null; // {key, compileId, stage, node} or {key, compileId, stage, kernel: index}
+let selection = null; // {key, compileId, stage, node} or {key, compileId, stage, kernel: label}
+
+// A kernel as the stages name it (`kernel_src` keys): "NAME", or "NAME (backward)".
+const kernelLabel = (kernel) => (kernel.graph === "backward" ? `${kernel.name} (backward)` : kernel.name);
 
 function select(chosen) {
   selection = chosen;
@@ -100,11 +103,20 @@ function select(chosen) {
 
 const hasAny = (list, set) => (list ?? []).some((v) => set.has(v));
 
+// A kernel chosen outside the graphs (a line of the Kernels stage or of its lowering, `label`
+// from its `kernel_src` key): the graph views of that compile mark the nodes it came from.
+export function selectKernel(key, compileId, label) {
+  select({ key, compileId, stage: "kernels", kernel: label });
+}
+
 // The nodes of a graph of `stage` (shown or inside closed groups) that the selected node is,
 // became or came from, and how they were found. `post`: the post-grad nodes a node is (AOT and
 // post-grad nodes) or became (a Dynamo node); `dynamo`: the Dynamo nodes it came from.
-function counterparts(chosen, stage, nodes) {
-  if (chosen.kernel != null) return { found: nodes.filter((n) => n.kernels?.includes(chosen.kernel)), how: "kernel" };
+function counterparts(chosen, stage, nodes, kernels) {
+  if (chosen.kernel != null) {
+    const index = kernels.findIndex((k) => kernelLabel(k) === chosen.kernel);
+    return { found: index < 0 ? [] : nodes.filter((n) => n.kernels?.includes(index)), how: "kernel" };
+  }
   const source = chosen.node;
   if (stage === "dynamo_graph") return { found: nodes.filter((n) => source.dynamo?.includes(n.name)), how: "origin" };
   if (chosen.stage === "dynamo_graph") return { found: nodes.filter((n) => n.dynamo?.includes(source.name)), how: "became" };
@@ -113,8 +125,24 @@ function counterparts(chosen, stage, nodes) {
   return { found: nodes.filter((n) => hasAny(n.dynamo, new Set(source.dynamo))), how: "dynamo" };
 }
 
-function plural(count, word) {
-  return `${count} ${word}${count === 1 ? "" : "s"}`;
+// What the marked nodes are to the selection: `here` counts them ("2 nodes here").
+function relation(how, what, here, count) {
+  return {
+    kernel: `${here} went into ${what}`, origin: `${what} came from ${here}`, became: `${here} came from ${what}`,
+    same: `${here} ${count === 1 ? "is" : "are"} ${what}`,
+    dynamo: `${here} came from the same Dynamo node as ${what} (not the same node: it is not in this graph)`,
+  }[how];
+}
+
+// " (forward 1, backward 4)" where the nodes are in several graphs (AOT and post-grad nodes'
+// `post` keys name theirs).
+function bySection(nodes) {
+  const counts = new Map();
+  for (const n of nodes) {
+    const section = n.post?.[0]?.split(":")[0] ?? "";
+    counts.set(section, (counts.get(section) ?? 0) + 1);
+  }
+  return counts.size > 1 ? ` (${[...counts].map(([s, c]) => `${s} ${c}`).join(", ")})` : "";
 }
 
 // Why a selected node has no counterpart in a graph of `stage`.
@@ -239,7 +267,7 @@ class GraphView {
   }
 
   selectKernel(index) {
-    select({ key: this.key, compileId: this.compileId, stage: this.stage, kernel: index });
+    select({ key: this.key, compileId: this.compileId, stage: this.stage, kernel: kernelLabel(this.graph.kernels[index]) });
   }
 
   // Mark the selection's counterparts here (the selected node itself in its own view); `moved`:
@@ -259,7 +287,7 @@ class GraphView {
     const all = [...this.graph.nodes.filter((n) => n.kind === "node"), ...this.graph.hidden];
     const own = chosen.node && chosen.stage === this.stage;
     const { found, how } = own ? { found: all.filter((n) => n.id === chosen.node.id), how: "own" }
-      : counterparts(chosen, this.stage, all);
+      : counterparts(chosen, this.stage, all, this.graph.kernels);
     const shown = new Map(this.graph.nodes.map((n) => [n.id, n]));
     const items = found.map((n) => shown.get(n.id) ?? shown.get(n.chain?.find((g) => shown.has(g)))).filter(Boolean);
     this.linked = [...new Set(items)];
@@ -272,7 +300,7 @@ class GraphView {
 
   renderNote(chosen, how, found) {
     const kernelName = (i) => this.graph.kernels[i]?.name ?? `kernel ${i}`;
-    const what = chosen.kernel != null ? kernelName(chosen.kernel) : `${chosen.node.name} (${stageLabel(chosen.stage)})`;
+    const what = chosen.kernel ?? `${chosen.node.name} (${stageLabel(chosen.stage)})`;
     let text;
     if (how === "own") {
       const dynamo = this.stage === "dynamo_graph" ? [] : chosen.node.dynamo ?? [];
@@ -281,9 +309,8 @@ class GraphView {
     } else if (!found.length) {
       text = `No counterpart of ${what}: ${absence(chosen, this.stage, what)}.`;
     } else {
-      const many = how === "became" && found.length > 1 ? ` (decomposed into ${found.length} nodes)` : "";
-      const near = how === "dynamo" ? " (not the same node: these came from the same Dynamo node)" : "";
-      text = `${plural(found.length, "node")} here from ${what}${many}${near} · ] next, [ previous`;
+      const here = found.length === 1 ? "1 node here" : `${found.length} nodes here`;
+      text = `${relation(how, what, here, found.length)}${bySection(found)} · ] next, [ previous`;
     }
     const kernels = how === "own" ? chosen.node.kernels ?? [] : [];
     clear(this.note, h("span", {}, text), kernels.map((i) => h("button", {

@@ -3,9 +3,9 @@
 
 import { h, clear, copyText, download } from "./dom.js";
 import { createViewer, markLines, markRows, scrollToLine, setTheme } from "./editor.js";
-import { renderGraph } from "./graph.js";
+import { renderGraph, selectKernel } from "./graph.js";
 import { failedGuards, renderGuards } from "./guards.js";
-import { applyDiffs, compareWithPrevious, diffSelect, previousOf, renderDiffSelect } from "./compare.js";
+import { applyDiffs, compareWithPrevious, diffSelect, followPartner, previousOf, renderDiffSelect } from "./compare.js";
 import { renderKernelList } from "./kernels.js";
 import { renderSaved } from "./saved.js";
 import { kernelKeyOf, linesOfKey, linesOfUsers, userLinesOf } from "./linking.js";
@@ -93,6 +93,8 @@ export class Panes {
     const user = userLinesOf(pane.artifact, line)[0] ?? null;
     this.link = { key: kernelKeyOf(pane.artifact, line), user, pane };
     this.focus = new Set(user ? [user] : []);
+    const { key, entry } = pane.origin(pane.compile());
+    if (this.link.key && entry) selectKernel(key, entry.id, this.link.key.replace(/:\d+$/, "")); // graphs mark its nodes
     for (const other of this.panes) other.applyMarks(other !== pane);
     if (user) this.onUserLine(user);
   }
@@ -168,6 +170,7 @@ class Pane {
   }
 
   choose(change) {
+    followPartner(this.owner, this, change);
     Object.assign(this.state, change);
     if (change.stage) this.state.view = null;
     this.owner.onChange();
