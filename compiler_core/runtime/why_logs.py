@@ -19,6 +19,7 @@ from . import capture
 
 FUSION_LOGGER = "torch._inductor.scheduler.__fusion"
 DECISIONS_PER_GRAPH = 1000
+REASON_CHARS = 500
 FUSED = "fusing %s with %s"  # Scheduler.fuse_two_nodes
 ROUND = "===== attempting fusion"  # Scheduler.fuse_nodes, once per round
 
@@ -26,20 +27,21 @@ ROUND = "===== attempting fusion"  # Scheduler.fuse_nodes, once per round
 def _decision(record: logging.LogRecord) -> dict | None:
     """`{"nodes", "fused", "reason"}` of one fusion log line that decides, else None."""
     message = record.msg
-    if hasattr(message, "name1") and hasattr(message, "reason"):  # a WhyNoFuse
+    # a WhyNoFuse (torch/_inductor/scheduler.py), told by its fields: no import to break
+    if hasattr(message, "name1") and hasattr(message, "reason"):
         try:
             reason = message.reason % message.args
         except (TypeError, ValueError, AttributeError):
             reason = record.getMessage()
         return {"nodes": [str(message.name1), str(message.name2)], "fused": False,
-                "reason": str(reason)}
+                "reason": str(reason)[:REASON_CHARS]}
     if message == FUSED and len(record.args or ()) == 2:
         return {"nodes": [str(name) for name in record.args], "fused": True,
                 "reason": record.getMessage()}
     if isinstance(message, str) and message.startswith(("can fuse", "cannot fuse")):
         # benchmark fusion (GPU): its arguments are buffer names, not scheduler nodes
         return {"nodes": [], "fused": message.startswith("can fuse"),
-                "reason": record.getMessage()}
+                "reason": record.getMessage()[:REASON_CHARS]}
     return None
 
 
@@ -57,6 +59,14 @@ class FusionLog(logging.Handler):
         self.rounds = self.dropped = 0
 
     def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._take(record)
+        except Exception as exc:  # the view is lost, never the user's compile
+            self.session.writer.emit("stage_error", capture.current_compile_id(), None,
+                                     stage="fusion", message=f"{type(exc).__name__}: {exc}")
+            self._reset()
+
+    def _take(self, record: logging.LogRecord) -> None:
         if record.name == capture.IR_LOGGERS["ir_post_fusion"]:
             self._write()
         elif isinstance(record.msg, str) and record.msg.startswith(ROUND):
