@@ -1,7 +1,8 @@
 // Two panes as a diff (a pane's "Diff" menu names the other pane), and one click for "this
 // compile vs the one it replaced": the first pane shows the old compile, the second the new
 // one, same stage, as text, diffed. Changed lines are marked in both panes (diff.js pairs the
-// lines; FX node renames are not changes).
+// lines; FX node renames are not changes). Two runs (an environment comparison, menu.js's
+// compareWith) diff the same way: a compile of this run beside the same compile of the other.
 
 import { h, clear } from "./dom.js";
 import { markRows, scrollToLine } from "./editor.js";
@@ -49,6 +50,33 @@ export function compareWithPrevious(panes, id, stage, previous = previousOf(pane
   Object.assign(panes.panes[1].state, { compile: id, stage, view: "text", diff: 0 });
   panes.onChange();
   panes.render();
+}
+
+// The same compile in the other run: "0/0" <-> "B 0/0" (programs.js's ids of a compared result).
+const counterpart = (id) => (id.startsWith("B ") ? id.slice(2) : `B ${id}`);
+
+// This run's first compile beside the same compile of the compared run (panes.other), in the
+// first two panes, at `stage`, diffed.
+export function diffRuns(panes, stage = "dynamo_graph") {
+  const id = panes.other?.result.compiles?.[0]?.id;
+  if (!id) return;
+  if (panes.panes.length < 2) panes.setCount(2);
+  Object.assign(panes.panes[0].state, { compile: id, stage, view: "text", diff: null });
+  Object.assign(panes.panes[1].state, { compile: counterpart(id), stage, view: "text", diff: 0 });
+  panes.onChange();
+  panes.render();
+}
+
+// A pane diffed with the same compile of the other run takes its partner along when it picks
+// another stage, view or compile (call before applying `change`), so each stage diffs in one pick.
+export function followPartner(panes, pane, change) {
+  const partner = partnerOf(panes, pane);
+  const paired = partner && panes.other && pane.state.compile
+    && partner.state.compile === counterpart(pane.state.compile);
+  if (!paired) return;
+  if (change.stage) Object.assign(partner.state, { stage: change.stage, view: null });
+  if (change.view) partner.state.view = change.view;
+  if (change.compile) partner.state.compile = counterpart(change.compile);
 }
 
 function sideText(pane) {

@@ -8,9 +8,10 @@ import { RunPanel, breakLink } from "./runpanel.js";
 import { loadDraft, loadSettings, saveDraft, saveSettings } from "./settings.js";
 import { configureStages } from "./stages.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
-import { chosenEnvironment, mountEnvironmentPicker } from "./environments.js";
+import { chosenEnvironment, environmentLabel, mountEnvironmentPicker, otherEnvironment, runIn } from "./environments.js";
 import { Lessons } from "./lessons.js";
 import { buildMenu, compareWith } from "./menu.js";
+import { diffRuns } from "./compare.js";
 import { buildOptions, labelOptions, setOptions as setFormOptions } from "./toolbar.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
@@ -232,6 +233,23 @@ async function compile() {
   });
 }
 
+// "⇆ Both": the code runs in the chosen environment as any compile, and in another one beside
+// it; once that run is stored, its compiles join the pane menus ("B ...") and the first two
+// panes diff the same compile of both runs, stage by stage (compare.js).
+async function compareEnvironments() {
+  const other = otherEnvironment();
+  const elsewhere = runIn(other, editor.state.doc.toString(), settings.options);
+  elsewhere.catch(() => {}); // awaited below, after this run has started
+  await compile();
+  try {
+    toast(`Running it in ${environmentLabel(other)} too ...`, 4000);
+    await compareWith(panes, await elsewhere);
+    diffRuns(panes);
+  } catch (error) {
+    toast(`Could not run it in ${environmentLabel(other)}: ${error.message}`, 8000);
+  }
+}
+
 async function cancel() {
   if (!current) run.cancelled = true; // still being submitted: compile() cancels it on arrival
   else if (!current.finished) {
@@ -351,7 +369,7 @@ installSplitters(settings, persist);
 installShortcuts(actions);
 applyLook();
 showEnvironment(boot.environment);
-if (!embedded) mountEnvironmentPicker($("#env"));
+if (!embedded) mountEnvironmentPicker($("#env"), { onCompare: compareEnvironments });
 if (!boot.environment.device && !embedded) {
   const poll = setInterval(async () => {
     const { environment } = await api.status().catch(() => ({}));
