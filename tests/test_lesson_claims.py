@@ -120,10 +120,26 @@ def test_lesson_export_beside_the_jit(lesson):
     assert "parameters" in text and "become inputs" in text
 
 
+def test_lesson_jit_vs_aot(lesson):
+    text, result = lesson("jit_vs_aot")
+    (jit,) = result["compiles"]
+    assert jit["stages"]["output_code"]["language"] == "python"  # a Python wrapper
+    (program,) = result["exports"]
+    aoti, stages = program["aoti"], program["stages"]
+    assert aoti["built_by"] == "script" and aoti["line"] == 31  # the script's own package
+    wrapper = stages["aoti_wrapper"]
+    assert wrapper["language"] == "cpp" and "AOTInductorModel::run_impl" in wrapper["text"]
+    assert 17 in wrapper["src_lines"] and 17 in stages["aoti_kernels"]["src_lines"]  # forward
+    assert any(f["path"].endswith(".wrapper.so") for f in aoti["package_files"])  # the library
+    # loading the package and its first call cost less than the JIT's first call
+    assert 0 < aoti["load_s"] + aoti["first_call_s"] < aoti["jit_first_call_s"]
+    assert "no start-up latency, no Python" in text and "shared library" in text
+
+
 def test_every_lesson_has_its_claims_test():
     assert set(LESSONS) == {"trace_script_compile", "recompile_on_shape_change",
                             "print_graph_break", "dynamic_shapes", "softmax_layernorm",
-                            "custom_backend", "mlp_fusion", "export_vs_compile"}
+                            "custom_backend", "mlp_fusion", "export_vs_compile", "jit_vs_aot"}
 
 
 PRINT_TWICE = """import torch

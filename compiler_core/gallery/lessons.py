@@ -67,6 +67,13 @@ LESSONS = (
            "time) captures the whole function as one graph with its signature (parameters "
            "become inputs) and the range of each dynamic size, or fails. Open "
            "\u201cexport\u201d in the compile picker beside the compile's Dynamo graph."),
+    Lesson("JIT vs AOT: AOTInductor beside torch.compile", "jit_vs_aot",
+           "torch.compile is just in time: the first call traces, compiles and runs, inside "
+           "Python (its Generated code is a Python wrapper). AOTInductor compiles the exported "
+           "program ahead of time into a package: a C++ wrapper and its kernels, built into a "
+           "shared library. Loading the package and its first call cost less than the JIT's "
+           "first call: no start-up latency, no Python. Open \u201cexport\u201d in the picker: "
+           "its AOTInductor stages and the measured JIT vs AOT table."),
 )
 
 
