@@ -187,5 +187,6 @@ def test_selecting_a_node_marks_its_counterparts_in_the_other_graph(browser, liv
     left = marked(0)
     assert left["linked"] == [relu["id"]], left
     assert left["note"].startswith(f"1 node here went into {kernel['label']}")
+    page.screenshot(path=os.path.join(ARTIFACTS, "graph_sync_kernel_to_dynamo.png"))
     page.close()
     assert not problems

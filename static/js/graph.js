@@ -120,9 +120,10 @@ function counterparts(chosen, stage, nodes, kernels) {
   const source = chosen.node;
   if (stage === "dynamo_graph") return { found: nodes.filter((n) => source.dynamo?.includes(n.name)), how: "origin" };
   if (chosen.stage === "dynamo_graph") return { found: nodes.filter((n) => n.dynamo?.includes(source.name)), how: "became" };
-  const same = nodes.filter((n) => hasAny(n.post, new Set(source.post)));
+  const post = new Set(source.post), dynamo = new Set(source.dynamo);
+  const same = nodes.filter((n) => hasAny(n.post, post));
   if (same.length) return { found: same, how: "same" };
-  return { found: nodes.filter((n) => hasAny(n.dynamo, new Set(source.dynamo))), how: "dynamo" };
+  return { found: nodes.filter((n) => hasAny(n.dynamo, dynamo)), how: "dynamo" };
 }
 
 // What the marked nodes are to the selection: `here` counts them ("2 nodes here").
@@ -307,7 +308,9 @@ class GraphView {
       text = `Selected ${chosen.node.name}` + (dynamo.length ? ` · from Dynamo's ${dynamo.join(", ")}` : "") +
         " · other graphs mark its counterparts";
     } else if (!found.length) {
-      text = `No counterpart of ${what}: ${absence(chosen, this.stage, what)}.`;
+      const linked = [...this.graph.nodes, ...this.graph.hidden].some((n) => n.dynamo || n.post);
+      text = `No counterpart of ${what}: ${linked ? absence(chosen, this.stage, what)
+        : "PyTorch's provenance does not reach this graph's nodes (a view torchbolt re-traced)"}.`;
     } else {
       const here = found.length === 1 ? "1 node here" : `${found.length} nodes here`;
       text = `${relation(how, what, here, found.length)}${bySection(found)} · ] next, [ previous`;
