@@ -24,7 +24,8 @@ config only) and into the record. The build also gets `aot_inductor.precompile_h
 Inductor keeps precompiled headers in its default cache folder, which in a sandboxed CPU job is
 the warm zygote's, read-only (the build failed writing there), and a header built per job costs
 more than it saves on one package (tiny model, this 2-core CPU: 50 s with the header built, 45 s
-without). Both are recorded (`configs`); a value the caller passed is kept.
+without). And `cpp.enable_kernel_profile`, which torchbolt turns on for its CPU timings, is off
+for the package. What torchbolt adds is recorded (`configs`); a value the caller passed is kept.
 """
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ class AotiRecorder:
             added["cpp.cxx"] = (self.compiler["path"],)
         if hasattr(torch._inductor.config.aot_inductor, "precompile_headers"):
             added["aot_inductor.precompile_headers"] = False  # see the module's docstring
+        if torch._inductor.config.cpp.enable_kernel_profile:  # torchbolt's, for its timings:
+            added["cpp.enable_kernel_profile"] = False  # the package is as a plain build makes it
         added = {key: value for key, value in added.items() if key not in (given or {})}
         configs = {**(given or {}), **added}
         if "cpp.cxx" not in added and "cpp.cxx" in configs:

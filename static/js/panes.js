@@ -12,7 +12,7 @@ import { kernelKeyOf, linesOfKey, linesOfUsers, userLinesOf } from "./linking.js
 import { StageTexts } from "./stagetexts.js";
 import { errorStrip, noCompile } from "./states.js";
 import { renderTimings } from "./timings.js";
-import { entryLabel, pickable, programStage } from "./programs.js";
+import { aotiTable, entryLabel, pickable, programStage } from "./programs.js";
 import { artifactFor, filename, leftOut, optionOf, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
 
 export class Panes {
@@ -212,6 +212,8 @@ class Pane {
     this.viewer = null;
     this.failedShown = false;
     this.renderNote(stage);
+    const aoti = aotiTable(indexed, stage);
+    if (aoti) this.note.append(aoti);
     clear(this.errorStrip, picked ? errorStrip(result, this.owner.onUserLine) : null);
     clear(this.body);
     this.body.className = `pane-body ${view}`;
