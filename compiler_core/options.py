@@ -87,7 +87,7 @@ OPTIONS: tuple[Option, ...] = (
                 "ATen and prims views (seconds more on big models); off for the stages alone"),
     Option("aot", "bool", False, label="AOT",
            help="after the script, build each torch.export program's AOTInductor package "
-                "(aoti_compile_and_package: a C++ build, 30-70 s) and time its load and first "
+                "(aoti_compile_and_package: a C++ build, 20-60 s) and time its load and first "
                 "call against a fresh torch.compile's first call"),
     Option("timeout", "number", 120.0, label="timeout",
            help="wall-clock seconds for the whole script", min=1, max=600),
