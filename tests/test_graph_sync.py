@@ -188,5 +188,14 @@ def test_selecting_a_node_marks_its_counterparts_in_the_other_graph(browser, liv
     assert left["linked"] == [relu["id"]], left
     assert left["note"].startswith(f"1 node here went into {kernel['label']}")
     page.screenshot(path=os.path.join(ARTIFACTS, "graph_sync_kernel_to_dynamo.png"))
+
+    # a graph opened afterwards (another stage in that pane) marks the same selection
+    page.select_option(".pane[data-index='1'] .pane-stage", "aot_backward")
+    page.click(".pane[data-index='1'] .segmented button:has-text('Graph')")
+    page.wait_for_selector(".pane[data-index='1'] .pane-body[data-ready]")
+    backward = graphs["aot_backward"]
+    expected = [n["id"] for key, n in backward.items()
+                if key != "kernels" and kernel["name"] in kernel_names(n, backward)]
+    assert expected and sorted(marked(1)["linked"]) == sorted(expected)  # le, where
     page.close()
     assert not problems
