@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 
 import pytest
 from torch._inductor.scheduler import WhyNoFuse
 
 from compiler_core import Options, report_html
 from compiler_core.report.result import build_result
+from compiler_core.report.stages.saved import saved_names
 from compiler_core.runtime import why_logs
 
 pytest_plugins = ["test_app_fixtures"]
@@ -151,7 +153,7 @@ def test_fusion_log_is_capped_per_graph_and_repeats_count_once():
                                               "reason": "no shared data"}
 
 
-def test_malformed_records_cost_only_their_part(training_result):
+def test_malformed_records_cost_only_their_part():
     """Records come from the job: a forged fusion log or AOT graph must not break the result."""
     records = [
         {"name": "fusion_log", "compile_id": "0/0", "t": 0, "payload": None,
@@ -171,6 +173,15 @@ def test_malformed_records_cost_only_their_part(training_result):
     assert compiled["fusion"]["rounds"] == {"graph 0": 0} and compiled["fusion"]["dropped"] == 0
     assert compiled["saved_activations"] is None
     assert any(e["stage"] == "saved_activations" for e in result["stage_errors"])
+
+
+def test_saved_names_read_hostile_text_in_linear_time():
+    assert saved_names("    mm,  # SavedForBackwardsAOTOutput(idx=0)\n    x,  # Plain") == ["mm"]
+    for text in ("a,  # SavedForBackwardsAOTOutput(" * 50_000, "\n" * 500_000,
+                 " " * 500_000 + "#" + " SavedForBackwardsAOTOutput(" * 20_000):
+        started = time.perf_counter()
+        saved_names(text)
+        assert time.perf_counter() - started < 0.5
 
 
 def test_page_shows_fusions_per_kernel_and_the_saved_values(training_result, fusion_result,

@@ -5,6 +5,8 @@
 
 import { h } from "./dom.js";
 
+const SHOWN = 6; // fusion decisions shown per kernel before a "more" fold
+
 function duration(us) {
   return us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(us >= 100 ? 0 : 1)} µs`;
 }
@@ -34,11 +36,13 @@ function fusionLines(kernel, { fused, refused }, onUserLine) {
   const decision = (d, text) => h("div", { class: "kernel-meta kernel-fusion", title: d.reason },
     h("span", { class: "kernel-nodes" }, text),
     d.lines.length ? h("span", { class: "kernel-lines" }, "lines", lineButtons(d.lines, onUserLine)) : null);
-  return [
+  const lines = [
     ...fused.map((d) => decision(d, `fused ${named(d).join(" + ")}`)),
     ...refused.map((d) => decision(d, `not fused: ${named(d).join(" with ")}` +
       `${other(d).length ? ` (into ${other(d).join(", ")})` : ""}: ${d.reason}`)),
   ];
+  return lines.length <= SHOWN ? lines : [...lines.slice(0, SHOWN),
+    h("details", {}, h("summary", {}, `${lines.length - SHOWN} more fusion decisions`), lines.slice(SHOWN))];
 }
 
 export function renderKernelList(kernels, { onJump, onUserLine }) {

@@ -14,8 +14,8 @@ function size(bytes) {
 
 function rows(values, onUserLine) {
   return values.map((v) => h("tr", {},
-    h("td", { class: "kernel-nodes" }, v.name, v.input ? " (input)" : ""),
-    h("td", {}, v.op ?? ""),
+    h("td", {}, v.name),
+    h("td", {}, v.input ? "graph input" : v.op),
     h("td", {}, `${v.dtype ?? "?"}[${(v.shape ?? []).join(", ")}]`),
     h("td", {}, size(v.bytes)),
     h("td", {}, v.lines.map((line) => h("button", { class: "link user-line", title: `Select line ${line}`,

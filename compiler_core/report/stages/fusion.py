@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .common import graph_labels
 
-DECISIONS_PER_COMPILE = 2000
+DECISIONS_PER_COMPILE = 1000
 NAME_CHARS = 200
 REASON_CHARS = 500
 ORIGINS = 8  # post-grad nodes named per scheduler node

@@ -14,12 +14,10 @@ element size, as the partitioner's `_size_of` counts a tensor (null for a symbol
 from __future__ import annotations
 
 import math
-import re
 
 from ..fxgraph import parse_graphs
 
-SAVED_OUTPUT = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*),?[ \t]*#[ \t]*SavedForBackwardsAOTOutput\(",
-                          re.M)
+SAVED_OUTPUT = "SavedForBackwardsAOTOutput("
 ITEM_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2,
               "int32": 4, "int64": 8, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
 VALUES_PER_LIST = 2000
@@ -38,6 +36,18 @@ def _value(node: dict) -> dict:
             "bytes": _bytes(node), "lines": [node["line"]] if node["line"] else []}
 
 
+def saved_names(text: str) -> list[str]:
+    """The outputs printed `name,  # SavedForBackwardsAOTOutput(idx=N)`, in order (string
+    search: the text comes from the job)."""
+    names = []
+    for line in text.split("\n"):
+        code, _, comment = line.partition("#")
+        name = code.strip().rstrip(",").strip()
+        if comment.strip().startswith(SAVED_OUTPUT) and name.isidentifier():
+            names.append(name)
+    return list(dict.fromkeys(names))
+
+
 def _graph_nodes(artifact: dict) -> dict[str, dict]:
     """The nodes of the artifact's outer graph (nested subgraphs print after it)."""
     graphs = parse_graphs(artifact["text"], artifact.get("src_lines") or [])
@@ -50,7 +60,7 @@ def saved_activations(stages: dict) -> dict | None:
     forward, backward = stages.get("aot_forward"), stages.get("aot_backward")
     if forward is None or backward is None:
         return None
-    names = list(dict.fromkeys(m["name"] for m in SAVED_OUTPUT.finditer(forward["text"])))
+    names = saved_names(forward["text"])
     if not names:
         raise ValueError("the forward graph marks no output SavedForBackwardsAOTOutput")
     fw_nodes, bw_nodes = _graph_nodes(forward), _graph_nodes(backward)
