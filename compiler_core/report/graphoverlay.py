@@ -2,9 +2,10 @@
 
 The links are the result's own: each kernel lists the post-grad nodes it came from (`nodes`, from
 Inductor's provenance tracking) and their Dynamo graph nodes (`dynamo_nodes`); an AOT or Dynamo
-node reaches its kernels through the post-grad nodes it is or became (`report.nodelinks`). Times are the per-kernel rows the timings measured for the compiled callable
-that ran this compile (`timings[i].kernels.compiled`; a library kernel such as
-`extern_kernels.mm` is the profiler's `aten::mm`). A kernel's share is its time over the time of
+node reaches its kernels through the post-grad nodes it is or became (`report.nodelinks`).
+Times are the per-kernel rows the timings measured for the compiled callable that ran this
+compile (`timings[i].kernels.compiled`; a library kernel such as `extern_kernels.mm` is the
+profiler's `aten::mm`). A kernel's share is its time over the time of
 every measured kernel of that callable (framework rows left out).
 """
 
