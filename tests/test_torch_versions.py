@@ -1,7 +1,8 @@
 """Two torch versions side by side through the fleet (README, "Adding a torch version").
 
-The gallery's "Same code, two torch versions" (16_torch_versions.py) says what differs; its claim
-is checked in this interpreter's torch (test.sh runs this file in both torches). Then a real `redis-server`, a worker host in this interpreter's torch (`python -m compiler_core
+The gallery's "Same code, two torch versions" (16_torch_versions.py) says what differs; its
+claim is checked in this interpreter's torch (test.sh runs this file in both torches). Then a
+real `redis-server`, a worker host in this interpreter's torch (`python -m compiler_core
 worker`), one in the second torch's virtualenv (`torchbolt worker` from the venv that
 scripts/setup.sh builds, scripts/second_torch.sh names), and a web server on that broker. The
 same script runs in both environments: each result names the torch it ran in, the Dynamo graphs
@@ -44,7 +45,8 @@ def groups_input_checks(torch_version: str) -> bool:
 
 
 def spawn(command: list[str], log: str, broker: str) -> subprocess.Popen:
-    # No PYTHONPATH: each interpreter finds torchbolt as installed in its own environment.
+    # No PYTHONPATH: the venv's `torchbolt` command runs the torchbolt installed there (setup.sh
+    # installs this checkout into it), as on a worker host.
     return subprocess.Popen(command, cwd=ROOT, env={**os.environ, "TORCHBOLT_BROKER": broker},
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
 
