@@ -28,25 +28,23 @@ def training(compiled):
 
 
 def views(job) -> dict:
-    """Stage -> {node id: node row} of the first compile's graph views (hidden nodes too)."""
+    """Stage -> {node id: node row} of the first compile's graph views (hidden nodes too), each
+    row with the names of its kernels (`kernel_names`)."""
     result = job["result"]
     compiled = result["compiles"][0]
     out = {}
     for stage in ("dynamo_graph", "aot_forward", "aot_backward", "aot_joint", "post_grad_graph"):
         if stage in compiled["stages"]:
             view = graph_view(compiled, stage, result)
-            out[stage] = {n["id"]: n for n in view["nodes"] + view["hidden"]}
-            out[stage]["kernels"] = view["kernels"]
+            names = [kernel["name"] for kernel in view["kernels"]]
+            out[stage] = {n["id"]: {**n, "kernel_names": {names[i] for i in n.get("kernels", [])}}
+                          for n in view["nodes"] + view["hidden"]}
     return out
 
 
 def by_target(nodes: dict, text: str, graph: str | None = None) -> list[dict]:
-    return [n for key, n in nodes.items() if key != "kernels" and text in (n.get("target") or "")
+    return [n for key, n in nodes.items() if text in (n.get("target") or "")
             and (graph is None or key.startswith(f"{graph}:"))]
-
-
-def kernel_names(node: dict, nodes: dict) -> set[str]:
-    return {nodes["kernels"][i]["name"] for i in node.get("kernels", [])}
 
 
 def test_mlp_dynamo_gelu_maps_to_its_aten_nodes_and_kernel_and_back(mlp):
@@ -57,16 +55,16 @@ def test_mlp_dynamo_gelu_maps_to_its_aten_nodes_and_kernel_and_back(mlp):
     assert erf["dynamo"] == [gelu["name"]]  # the post-grad erf came from Dynamo's gelu
     became = {post[key.split(":", 1)[1]]["target"] for key in gelu["post"]}  # one graph: bare ids
     assert "aten.erf.default" in became and not any("addmm" in t for t in became)
-    (kernel,) = kernel_names(gelu, dynamo)
-    assert "gelu" in kernel and kernel_names(erf, post) == {kernel}
+    (kernel,) = gelu["kernel_names"]
+    assert "gelu" in kernel and erf["kernel_names"] == {kernel}
     # every post-grad node of the GELU kernel leads back to the same Dynamo node
-    fused = [n for key, n in post.items() if key != "kernels" and kernel in kernel_names(n, post)]
+    fused = [n for n in post.values() if kernel in n["kernel_names"]]
     assert len(fused) >= 3 and all(n["dynamo"] == [gelu["name"]] for n in fused)
     # the AOT forward node is the post-grad node of the same name, with its links
     aot_erf = graphs["aot_forward"][erf["id"]]
     assert aot_erf["post"] == [f"forward:{erf['name']}"]
     assert aot_erf["dynamo"] == [gelu["name"]]
-    assert kernel_names(aot_erf, graphs["aot_forward"]) == {kernel}
+    assert aot_erf["kernel_names"] == {kernel}
 
 
 def test_mlp_linear_decomposes_into_permute_and_addmm(mlp):
@@ -74,8 +72,8 @@ def test_mlp_linear_decomposes_into_permute_and_addmm(mlp):
     first = next(n for n in by_target(dynamo, "linear") if n["post"])
     targets = sorted(key.split(":", 1)[1].rstrip("_0123456789") for key in first["post"])
     assert targets == ["addmm", "permute"]
-    assert kernel_names(first, dynamo) == {"extern_kernels.addmm"}
-    placeholder = next(n for key, n in dynamo.items() if key != "kernels" and n["op"] == "placeholder")
+    assert first["kernel_names"] == {"extern_kernels.addmm"}
+    placeholder = next(n for n in dynamo.values() if n["op"] == "placeholder")
     assert placeholder["post"] == []  # an input: no later node comes from it
 
 
@@ -87,9 +85,9 @@ def test_training_relu_reaches_forward_and_backward_and_back(training):
     (where,) = by_target(post, "aten.where", "backward")
     assert {forward_relu["id"], where["id"]} <= set(relu["post"])  # ids are `graph:name` here
     assert forward_relu["dynamo"] == where["dynamo"] == [relu["name"]]
-    kernels = kernel_names(relu, dynamo)
+    kernels = relu["kernel_names"]
     assert any("relu" in k for k in kernels) and any("threshold_backward" in k for k in kernels)
-    assert kernel_names(where, post) == {k for k in kernels if "threshold_backward" in k}
+    assert where["kernel_names"] == {k for k in kernels if "threshold_backward" in k}
     # the AOT backward graph's `where` is the post-grad one; the joint graph's feeds both graphs
     aot_where = graphs["aot_backward"][where["name"]]
     assert aot_where["post"] == [where["id"]] and aot_where["dynamo"] == [relu["name"]]
@@ -197,8 +195,7 @@ def test_selecting_a_node_marks_its_counterparts_in_the_other_graph(browser, liv
     page.click(".pane[data-index='1'] .segmented button:has-text('Graph')")
     page.wait_for_selector(".pane[data-index='1'] .pane-body[data-ready]")
     backward = graphs["aot_backward"]
-    expected = [n["id"] for key, n in backward.items()
-                if key != "kernels" and kernel["name"] in kernel_names(n, backward)]
+    expected = [n["id"] for n in backward.values() if kernel["name"] in n["kernel_names"]]
     assert expected and sorted(marked(1)["linked"]) == sorted(expected)  # le, where
     page.close()
     assert not problems
