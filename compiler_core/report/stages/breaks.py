@@ -55,14 +55,17 @@ def _header_at(line: str) -> tuple[str, int] | None:
 
 
 def _header(payload: str) -> tuple[str, int] | None:
-    """The first break header in the payload (it may follow other text on its line)."""
+    """The first break header in the payload (it may follow other text on its line). A line
+    whose first header has no `:LINE` has none in a later header either (each later one reads a
+    part of the same line), so the search goes on at the next line: linear in the payload."""
     start = payload.find(HEADER)
     while start >= 0:
         end = payload.find("\n", start)
-        found = _header_at(payload[start:end if end >= 0 else len(payload)])
+        end = end if end >= 0 else len(payload)
+        found = _header_at(payload[start:end])
         if found:
             return found
-        start = payload.find(HEADER, start + 1)
+        start = payload.find(HEADER, end)
     return None
 
 
