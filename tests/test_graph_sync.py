@@ -107,14 +107,18 @@ def test_training_backward_kernels_have_their_nodes(training):
         assert all(set(origins[f"backward:{n}"]) <= dynamo for n in kernel["nodes"]), kernel["name"]
 
 
-def test_origins_fall_back_to_same_name_then_seq_nr_and_ignore_forged_tables():
+def test_origins_fall_back_to_seq_nr_for_ops_and_the_saved_name_for_inputs():
     origins = post_grad_origins(
         ["forward", "backward"],
-        [{"relu": ["relu_1"], "mm": ["linear"]}, {}],
-        [{"relu": 3, "mm": 2, "mul": 9}, {"relu": 3, "le": 3, "mm_1": 2, "tangents": 7}])
-    assert origins["backward:relu"] == ["relu_1"]  # the saved forward node of that name
+        [{"relu": ["relu_1"], "mm": ["linear"], "full": ["sum_1"], "addmm": ["linear_2"]}, {}],
+        [{"primals_1": None, "relu": 3, "mm": 2, "mul": 9, "full": 8, "addmm": -1},
+         {"relu": None, "tangents_1": None, "le": 3, "mm_1": 2, "full": 3, "neg": 7, "add": -1}])
+    assert origins["backward:relu"] == ["relu_1"]  # the input is the saved forward `relu`
     assert origins["backward:le"] == ["relu_1"] and origins["backward:mm_1"] == ["linear"]
-    assert "backward:tangents" not in origins and "forward:mul" not in origins
+    assert origins["backward:full"] == ["relu_1"]  # by its seq_nr, not the forward's `full`
+    unlinked = {"backward:tangents_1", "backward:neg", "forward:mul", "forward:primals_1",
+                "backward:add"}  # seq_nr -1: traced without autograd, as inference graphs are
+    assert not unlinked & set(origins)
     assert post_grad_origins(["forward"], [{"a": "x", 3: ["y"], "b": [1]}], [["z"]]) == {}
 
 

@@ -4,12 +4,12 @@ the page select a node in one graph and mark what it became in the others, and b
 Every link is PyTorch's own data:
 - post-grad node -> Dynamo nodes: Inductor's provenance tracking (`postToPre` of the
   `inductor_provenance_tracking_node_mappings` artifact, walked from each node's
-  `meta["from_node"]`). A node it names nothing for takes the Dynamo nodes of the node of the same
-  name in another graph of the compile (the partitioner copies the joint graph's nodes into the
-  forward and backward graphs by name: a backward input `relu` is the forward's saved `relu`),
-  else those of the nodes with its autograd `seq_nr` (the forward op it was traced for; AOTAutograd
-  gives a backward node its forward op's number; captured by `runtime.capture.PostGradModules`).
-  Torch 2.13 leaves a lazily compiled backward's mapping empty, so the backward needs both.
+  `meta["from_node"]`). An op node it names nothing for takes the Dynamo nodes of the nodes with
+  its autograd `seq_nr` (the forward op it was traced for; AOTAutograd gives a backward node its
+  forward op's number; captured by `runtime.capture.PostGradModules`), an input those of the node
+  of its name in another graph of the compile (the partitioner names a backward input after the
+  forward value it saves: the backward's `relu` is the forward's). Torch 2.13 leaves a lazily
+  compiled backward's mapping empty, so the backward needs both.
 - AOT node -> post-grad node: the same FX node. Inductor's post-grad passes rewrite the AOT graph
   in place, keeping names; a name the post-grad graph lacks was removed or replaced by them.
 - kernel -> post-grad nodes: each kernel's `nodes` (`stages.kernels`).
@@ -38,9 +38,10 @@ def _names(value) -> bool:
 
 def post_grad_origins(labels: list[str], post_to_pre: list, seq_nrs: list) -> dict[str, list[str]]:
     """`label:name` of each post-grad node -> the Dynamo nodes it came from, for the graphs of
-    one compile (`labels[i]`, its mapping `post_to_pre[i]` and `seq_nrs[i]`)."""
+    one compile (`labels[i]`, its mapping `post_to_pre[i]` and `seq_nrs[i]`: node -> seq_nr,
+    None for an input)."""
     post_to_pre = [_table(mapping, _names) for mapping in post_to_pre]
-    seq_nrs = [_table(seqs, lambda v: isinstance(v, int)) for seqs in seq_nrs]
+    seq_nrs = [_table(seqs, lambda v: v is None or type(v) is int and v >= 0) for seqs in seq_nrs]
     origins = {f"{label}:{name}": list(pre) for label, mapping in zip(labels, post_to_pre)
                for name, pre in mapping.items() if pre}
     by_name: dict[str, list[str]] = {}
@@ -49,11 +50,13 @@ def post_grad_origins(labels: list[str], post_to_pre: list, seq_nrs: list) -> di
     by_seq: dict[int, list[str]] = {}
     for label, seqs in zip(labels, seq_nrs):
         for name, seq in seqs.items():
-            by_seq.setdefault(seq, []).extend(origins.get(f"{label}:{name}", []))
-    for label, names, seqs in zip(labels, post_to_pre, seq_nrs):
-        for name in {*names, *seqs}:
+            if seq is not None:
+                by_seq.setdefault(seq, []).extend(origins.get(f"{label}:{name}", []))
+    for label, seqs in zip(labels, seq_nrs):
+        for name, seq in seqs.items():
             key = f"{label}:{name}"
-            if key not in origins and (found := by_name.get(name) or by_seq.get(seqs.get(name))):
+            found = by_name.get(name) if seq is None else by_seq.get(seq)
+            if key not in origins and found:
                 origins[key] = list(dict.fromkeys(found))
     return origins
 

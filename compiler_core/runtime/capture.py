@@ -161,9 +161,10 @@ class PostGradModules(CustomGraphPass):
         if self.session.recording:
             self.session.post_grad_modules.update(
                 {node.name: stack for node in graph.nodes if (stack := module_stack(node))})
-            self.session.post_grad_seq_nrs.update(
-                {node.name: seq for node in graph.nodes
-                 if isinstance(seq := node.meta.get("seq_nr"), int)})
+            self.session.post_grad_seq_nrs.update(  # None: an input (its seq_nr means nothing)
+                {node.name: None if node.op == "placeholder" else seq for node in graph.nodes
+                 if node.op == "placeholder"  # -1: traced without autograd (inference graphs)
+                 or isinstance(seq := node.meta.get("seq_nr"), int) and seq >= 0})
 
     def uuid(self) -> str:
         return "torchbolt-post-grad-modules"
@@ -193,7 +194,7 @@ class CaptureSession:
         self.kernels_before: set[int] = set()  # ids of Triton kernels alive before the script
         self.line_owners = line_owners.LineOwners()  # what each generated kernel line was for
         self.post_grad_modules: dict[str, list] = {}  # node -> module stack, of the graph in hand
-        self.post_grad_seq_nrs: dict[str, int] = {}  # node -> autograd seq_nr, of the same graph
+        self.post_grad_seq_nrs: dict[str, int | None] = {}  # node -> autograd seq_nr, same graph
         self._paused = False
 
     @contextlib.contextmanager
