@@ -31,6 +31,7 @@ for the package. What torchbolt adds is recorded (`configs`); a value the caller
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -148,9 +149,13 @@ class AotiRecorder:
         self.session, self.writer, self.programs = session, session.writer, programs
         self.device, self.real_compile = device, real_compile
         self.real_build = torch._inductor.aoti_compile_and_package
-        self.compiler = choose_compiler()
         self.packages: dict[int, object] = {}  # export index -> its package (path or buffer)
         self.depth = 0
+
+    @functools.cached_property
+    def compiler(self) -> dict:
+        """Chosen at the first build (a job without one runs no `g++ --version`)."""
+        return choose_compiler()
 
     def install(self) -> None:
         def aoti_compile_and_package(exported_program, *args, **kwargs):
@@ -215,9 +220,9 @@ class AotiRecorder:
         for index, program in enumerate(self.programs.exported):
             try:
                 if build and index not in self.packages:
-                    folder = tempfile.mkdtemp(prefix="aoti-")  # the job's own /tmp
-                    self._build(program, "torchbolt", None,
-                                kwargs={"package_path": os.path.join(folder, f"export-{index}.pt2")})
+                    path = os.path.join(tempfile.mkdtemp(prefix="aoti-"),  # the job's own /tmp
+                                        f"export-{index}.pt2")
+                    self._build(program, "torchbolt", None, kwargs={"package_path": path})
                 if measure and index in self.packages:
                     self._measure(index, program)
             except Exception as exc:  # a program AOTInductor cannot build, a failed C++ build
