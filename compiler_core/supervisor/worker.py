@@ -11,11 +11,13 @@ The supervisor streams the records into the `Job` (`job.py`), enforces the wall-
 CPU-time limits by killing the job's whole cgroup (all its processes), and turns the way the job
 ended into its result (`ending.py`).
 
-A GPU job process warms up for seconds (CUDA, a first Triton compile): longer than a small job
-runs. So a GPU machine keeps job processes warming ahead ("standbys"), as many as the load needs:
-one, and up to `standbys` while jobs arrive faster than a process warms up (a job found its
-standby still warming); one again when a job leaves a warm standby unused. A job takes a warm
-one, else the one warming longest, and a new one starts behind it.
+A GPU job process warms up for seconds (CUDA, a first Triton compile; 5-7 s beside a running
+job on the H200): longer than a small job runs. So a GPU machine keeps job processes warming
+ahead ("standbys"), as many as the load needs: two (a job right after another finds the second
+warm), and up to `standbys` while jobs arrive faster than a process warms up (a job found its
+standby still warming); fewer again when a job leaves a warm standby unused. A job takes a warm
+one, else the one warming longest, and a new one starts behind it: one warm-up per job, however
+many wait.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .slot import JOBS_ROOT, Slot, open_lock, remove_stale_jobs
 POLL_S = 0.02
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STARTUP_TIMEOUT_S = 300
-STANDBYS = 2  # at most, job processes kept warming on a GPU machine (each a CUDA context)
+MIN_STANDBYS, STANDBYS = 2, 3  # job processes kept warming on a GPU machine (a CUDA context each)
 MEMORY_ACT_AT = 0.9  # of the limit: stop the job with its traceback before the kernel kills it
 _serial = iter(range(1, 1 << 62))
 
@@ -100,7 +102,7 @@ class Worker:
         self._ready = threading.Event()
         self._standbys: collections.deque[Slot] = collections.deque()
         self.standbys = max(1, standbys)
-        self._wanted_standbys = 1  # follows the load, up to `standbys`
+        self._wanted_standbys = min(MIN_STANDBYS, self.standbys)  # follows the load
         self.fresh_process_per_job = False
         self.warm_s: float | None = None
         self._name = f"{os.getpid()}-w{next(_serial)}"
@@ -210,7 +212,8 @@ class Worker:
         if slot is not None and not slot.warm.is_set():
             self._wanted_standbys = min(self.standbys, self._wanted_standbys + 1)
         elif any(s.warm.is_set() for s in self._standbys):
-            self._wanted_standbys = max(1, self._wanted_standbys - 1)
+            self._wanted_standbys = max(min(MIN_STANDBYS, self.standbys),
+                                        self._wanted_standbys - 1)
         return slot
 
     # -- jobs
