@@ -243,7 +243,8 @@ async function compareEnvironments() {
   await compile();
   try {
     toast(`Running it in ${environmentLabel(other)} too ...`, 4000);
-    await compareWith(panes, await elsewhere);
+    await compareWith(panes, await elsewhere, `Both runs are diffed in the first two panes (B: ${environmentLabel(other)}): `
+                      + "a stage picked in one pane moves the other");
     diffRuns(panes);
   } catch (error) {
     toast(`Could not run it in ${environmentLabel(other)}: ${error.message}`, 8000);

@@ -46,13 +46,15 @@ function traceLogItem(menu) {
 // Another stored result (a share link's) beside this one: the pane menus list its compiles as
 // "B ..." with its environment, so two runs (two environments, or before and after an edit)
 // diff pane against pane. It stays until "Stop comparing" or a reload; ?compare=KEY opens it.
-export async function compareWith(panes, key) {
+// `hint`: the toast once it is loaded.
+export async function compareWith(panes, key,
+  hint = "Compared result loaded: pick a “B …” compile in a pane, then “Diff: vs pane N”") {
   try {
     const { result } = await api.result(key);
     panes.setOther({ result, key });
     document.body.dataset.compare = key;
     document.getElementById("stop-compare").hidden = false;
-    toast("Compared result loaded: pick a “B …” compile in a pane, then “Diff: vs pane N”", 5000);
+    toast(hint, 5000);
   } catch (error) {
     toast(`Could not load the result to compare with: ${error.message}`, 8000);
   }
