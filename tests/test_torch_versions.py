@@ -1,6 +1,6 @@
 """Two torch versions side by side through the fleet (README, "Adding a torch version").
 
-The gallery's "Same code, two torch versions" (16_torch_versions.py) says what differs; its
+The gallery's "Same code, two torch versions" (17_torch_versions.py) says what differs; its
 claim is checked in this interpreter's torch (test.sh runs this file in both torches). Then a
 real `redis-server`, a worker host in this interpreter's torch (`python -m compiler_core
 worker`), one in the second torch's virtualenv (`torchbolt worker` from the venv that
