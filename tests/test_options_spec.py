@@ -22,8 +22,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE_FILES = glob.glob(os.path.join(ROOT, "static", "js", "*.js")) + [
     os.path.join(ROOT, "templates", "index.html")]
 # Stages the page gives behaviour of its own: default panes, counterparts, views.
+# post_grad_graph: the synced graphs say what its passes removed; aot_joint, aot_backward: the
+# "Saved for backward" table sits above the training graphs
 PAGE_STAGES = {"dynamo_graph", "kernels", "aot_forward", "aot_inference", "guards", "timings",
-               "post_grad_graph"}  # the synced graphs say what post-grad passes removed
+               "post_grad_graph", "aot_joint", "aot_backward"}
 WRONG_TYPE = {"choice": 1, "bool": "yes", "number": "5"}
 
 
