@@ -277,7 +277,7 @@ class FakeKernel:
 def test_launch_capture_keeps_each_kernels_first_launch(monkeypatch):
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
-    from compiler_core.runtime.measure.alone import argument_bytes, capture_launches
+    from compiler_core.runtime.measure.alone import capture_launches, moved_bytes
 
     monkeypatch.setattr(CachingAutotuner, "run", lambda self, *args, **kwargs: None)
     first = FakeKernel("triton_poi_a", ["in_ptr0", "in_ptr1", "xnumel"])
@@ -288,7 +288,8 @@ def test_launch_capture_keeps_each_kernels_first_launch(monkeypatch):
         second.run(torch.empty(4, 4, dtype=torch.bfloat16), 16, stream=0)
         first.run(torch.empty(1), stream=0)  # a second launch: the first one counts
     launches = capture_launches(call)
-    assert argument_bytes(launches) == {"triton_poi_a": 80, "triton_red_b": 32}
+    # 40 + 40 bytes read; the in_out_ptr's 32 bytes read and written
+    assert moved_bytes(launches) == {"triton_poi_a": 80, "triton_red_b": 64}
     launch = launches["triton_poi_a"]
     assert launch.autotuner is first and launch.args[2] == 10 and launch.kwargs == {"stream": 0}
     assert launch.mutated() == []
