@@ -289,7 +289,8 @@ def test_launch_capture_keeps_each_kernels_first_launch(monkeypatch):
         first.run(torch.empty(1), stream=0)  # a second launch: the first one counts
     launches = capture_launches(call)
     # 40 + 40 bytes read; the in_out_ptr's 32 bytes read and written
-    assert moved_bytes(launches) == {"triton_poi_a": 80, "triton_red_b": 64}
+    assert {name: moved_bytes(launch) for name, launch in launches.items()} == {
+        "triton_poi_a": 80, "triton_red_b": 64}
     launch = launches["triton_poi_a"]
     assert launch.autotuner is first and launch.args[2] == 10 and launch.kwargs == {"stream": 0}
     assert launch.mutated() == []

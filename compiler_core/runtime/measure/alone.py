@@ -52,16 +52,13 @@ def capture_launches(call) -> dict[str, Launch]:
     return seen
 
 
-def moved_bytes(launches: dict[str, Launch]) -> dict[str, int]:
-    """Bytes each kernel reads and writes at its captured launch, from its tensor arguments:
-    once each, twice for an `in_out_ptr` (Inductor's name for a buffer the kernel reads and
-    writes in place, e.g. a matmul's bias+GELU epilogue on the matmul's output)."""
-    return {name: sum(arg.numel() * arg.element_size() * (2 if param.startswith("in_out_ptr")
-                                                         else 1)
-                      for arg, param in zip_longest(launch.args, parameter_names(launch),
-                                                    fillvalue="")
-                      if isinstance(arg, torch.Tensor))
-            for name, launch in launches.items()}
+def moved_bytes(launch: Launch) -> int:
+    """Bytes a kernel reads and writes at its captured launch, from its tensor arguments: once
+    each, twice for an `in_out_ptr` (Inductor's name for a buffer the kernel reads and writes in
+    place, e.g. a matmul's bias+GELU epilogue on the matmul's output)."""
+    return sum(arg.numel() * arg.element_size() * (2 if param.startswith("in_out_ptr") else 1)
+               for arg, param in zip_longest(launch.args, parameter_names(launch), fillvalue="")
+               if isinstance(arg, torch.Tensor))
 
 
 def parameter_names(launch: Launch) -> list[str]:

@@ -50,11 +50,10 @@ def kernel_estimates(launches: dict) -> dict[str, dict]:
     """Bytes and FLOP per launch of each Triton kernel: Inductor's estimates (see
     `runtime.config.configure_measure`), else (torch 2.11 adds none without `benchmark_kernel`)
     the bytes its captured launch moves (`alone.moved_bytes`)."""
-    counted = moved_bytes(launches)
     out = {}
     for name, launch in launches.items():
         estimate = launch.autotuner.inductor_meta.get("kernel_num_gb")
-        out[name] = {"num_gb": estimate or counted.get(name, 0) / 1e9 or None,
+        out[name] = {"num_gb": estimate or moved_bytes(launch) / 1e9 or None,
                      "bytes_source": INDUCTOR_ESTIMATE if estimate else COUNTED,
                      "flop": launch.autotuner.inductor_meta.get("kernel_flop")}
     return out
