@@ -15,7 +15,9 @@ Each test prints the extracted structure, to be read in the output (`pytest -s`)
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 
 import pytest
 import torch
@@ -24,48 +26,26 @@ from compiler_core import Options
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-MUTATED = """import torch
+def probe_scripts() -> dict[str, str]:
+    """The scripts of the GPU probe (`bench/why_gpu_probe.py`): the test runs the same ones."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench",
+                        "why_gpu_probe.py")
+    spec = importlib.util.spec_from_file_location("why_gpu_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SCRIPTS
 
-def step(x):
-    x.add_(1)
-    return x.sin()
 
-step = torch.compile(step, mode="reduce-overhead")
-x = torch.randn(64, device="cuda")
-for _ in range(3):
-    step(x)
-"""
-MUTATION_LINE = 4
-
-RERECORDED = """import torch
-
-lin = torch.nn.Linear(16, 16, device="cuda")
-f = torch.compile(lin, mode="reduce-overhead")
-with torch.no_grad():
-    for n in (4, 8, 8, 16, 16):
-        f(torch.randn(n, 16, device="cuda"))
-    lin.weight = torch.nn.Parameter(torch.randn(16, 16, device="cuda"))
-    for _ in range(3):
-        f(torch.randn(16, 16, device="cuda"))
-"""
-
-AUTOTUNED = """import torch
-
-def mm(a, b):
-    return a @ b
-
-mm = torch.compile(mm, mode="max-autotune")
-a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
-mm(a, a)
-"""
+MUTATION_LINE = 4  # `x.add_(1)` in the probe's mutated_input script
 
 
 @pytest.fixture(scope="module")
 def results(worker):
     options = Options(device="cuda", measure=False, views=False)
-    return {name: worker.run(source, options, user_file=f"{name}.py")
-            for name, source in (("mutated", MUTATED), ("rerecorded", RERECORDED),
-                                 ("autotuned", AUTOTUNED))}
+    scripts = probe_scripts()
+    return {name: worker.run(scripts[slug], options, user_file=f"{name}.py")
+            for name, slug in (("mutated", "mutated_input"), ("rerecorded", "sizes_and_new_weight"),
+                               ("autotuned", "max_autotune_mm"))}
 
 
 def _show(title: str, value) -> None:
