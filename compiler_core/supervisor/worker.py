@@ -23,7 +23,6 @@ many wait.
 from __future__ import annotations
 
 import contextlib
-import collections
 import json
 import os
 import socket
@@ -100,9 +99,10 @@ class Worker:
         self._sock: socket.socket | None = None
         self._slots: dict[str, Slot] = {}
         self._ready = threading.Event()
-        self._standbys: collections.deque[Slot] = collections.deque()
+        self._standbys: list[Slot] = []  # oldest first
         self.standbys = max(1, standbys)
-        self._wanted_standbys = min(MIN_STANDBYS, self.standbys)  # follows the load
+        self._fewest_standbys = min(MIN_STANDBYS, self.standbys)
+        self._wanted_standbys = self._fewest_standbys  # follows the load
         self.fresh_process_per_job = False
         self.warm_s: float | None = None
         self._name = f"{os.getpid()}-w{next(_serial)}"
@@ -208,12 +208,11 @@ class Worker:
         wanted); None if none is left."""
         alive = [slot for slot in self._standbys if slot.name in self._slots]
         slot = next((s for s in alive if s.warm.is_set()), alive[0] if alive else None)
-        self._standbys = collections.deque(s for s in alive if s is not slot)
+        self._standbys = [s for s in alive if s is not slot]
         if slot is not None and not slot.warm.is_set():
             self._wanted_standbys = min(self.standbys, self._wanted_standbys + 1)
         elif any(s.warm.is_set() for s in self._standbys):
-            self._wanted_standbys = max(min(MIN_STANDBYS, self.standbys),
-                                        self._wanted_standbys - 1)
+            self._wanted_standbys = max(self._fewest_standbys, self._wanted_standbys - 1)
         return slot
 
     # -- jobs
