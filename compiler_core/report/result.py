@@ -19,6 +19,7 @@ from .census import census
 from .conform import conform
 from .stages import EXTRACTORS, export, metrics, torchscript, triton_ir, why_gpu
 from .stages.breaks import graph_breaks, recompiles
+from .stages.common import is_int
 from .stages.guards import with_failed_guards
 from .stages.fusion import fusion
 from .stages.kernels import extract_kernels
@@ -128,8 +129,7 @@ def _error(records: list[dict], run: dict) -> dict | None:
     if not (isinstance(meta.get("type"), str) and isinstance(meta.get("message"), str)):
         raise ValueError("the job's error record lacks a type or message")
     line = meta.get("line")
-    return {**meta, "line": line if isinstance(line, int) and not isinstance(line, bool)
-            else None}
+    return {**meta, "line": line if is_int(line) else None}
 
 
 def _notes(records: list[dict], truncated: list[dict]) -> list[str]:

@@ -42,6 +42,11 @@ def graph_labels(compile_records) -> list[str]:
             for i, r in enumerate(compile_records.all("inductor_output_code"))]
 
 
+def is_int(value) -> bool:
+    """An int and not a bool (a job's JSON may put `true` where a number belongs)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def is_user_file(path: str, user_file: str) -> bool:
     """PyTorch sometimes shortens paths from the left; a suffix match covers that."""
     return bool(path) and (path == user_file or user_file.endswith(path.lstrip(".")))

@@ -13,7 +13,7 @@ separate loop nests. The records come from the job: every field is checked and b
 
 from __future__ import annotations
 
-from .common import graph_labels
+from .common import graph_labels, is_int
 
 DECISIONS_PER_COMPILE = 1000
 NAME_CHARS = 200
@@ -60,8 +60,7 @@ def _decision(raw, graph: str, origins: dict, owners: dict) -> dict | None:
     found = [_parts(name, origins) for name in nodes]
     kernels = [_kernel_of(parts, owners) for parts in found]
     fused = raw.get("fused") is True
-    lines = sorted({line for parts in found for _, line in parts
-                    if isinstance(line, int) and not isinstance(line, bool)})
+    lines = sorted({line for parts in found for _, line in parts if is_int(line)})
     return {"graph": graph, "nodes": nodes, "fused": fused,
             "reason": str(raw.get("reason", ""))[:REASON_CHARS], "lines": lines,
             "origins": [list(dict.fromkeys(str(node)[:NAME_CHARS] for node, _ in parts))[:ORIGINS]
@@ -92,4 +91,4 @@ def fusion(compile_records, kernels: list[dict]) -> dict | None:
 
 
 def _count(value) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return value if is_int(value) and value > 0 else 0
