@@ -144,6 +144,19 @@ def patch_backend_wrappers(on_graph) -> None:
         cls.__call__ = __call__
 
 
+def seq_nrs(graph) -> dict[str, int | None]:
+    """Node -> autograd `seq_nr`: None for an input (its number means nothing); nodes traced
+    without autograd (-1, inference graphs) or without a number left out."""
+    out: dict[str, int | None] = {}
+    for node in graph.nodes:
+        seq = node.meta.get("seq_nr")
+        if node.op == "placeholder":
+            out[node.name] = None
+        elif isinstance(seq, int) and seq >= 0:
+            out[node.name] = seq
+    return out
+
+
 class PostGradModules(CustomGraphPass):
     """Inductor's last custom post-grad pass: reads each node's module stack and `seq_nr`,
     changes nothing. It runs on the graph (and its subgraphs) just before Inductor prints it as
@@ -161,10 +174,7 @@ class PostGradModules(CustomGraphPass):
         if self.session.recording:
             self.session.post_grad_modules.update(
                 {node.name: stack for node in graph.nodes if (stack := module_stack(node))})
-            self.session.post_grad_seq_nrs.update(  # None: an input (its seq_nr means nothing)
-                {node.name: None if node.op == "placeholder" else seq for node in graph.nodes
-                 if node.op == "placeholder"  # -1: traced without autograd (inference graphs)
-                 or isinstance(seq := node.meta.get("seq_nr"), int) and seq >= 0})
+            self.session.post_grad_seq_nrs.update(seq_nrs(graph))
 
     def uuid(self) -> str:
         return "torchbolt-post-grad-modules"
