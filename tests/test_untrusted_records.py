@@ -193,7 +193,9 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
                     | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
 NAMES = sorted({r["name"] for r in REAL} | {"error", "note", "stage_error", "call", "export",
                                             "torchscript", "kernel_lines", "ir_origins",
-                                            "gpu_preview", "triton_kernel", "autotune_choices"})
+                                            "gpu_preview", "triton_kernel", "autotune_choices",
+                                            "fusion_log", "cudagraph_log", "aoti_package",
+                                            "aoti_timing"})
 
 
 @st.composite
