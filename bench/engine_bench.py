@@ -6,8 +6,9 @@
     (goal <= 1.15x); each side runs in its own fresh process with identical warm-up;
 (c) submit -> first stage event (Dynamo graph) on a warm worker (goal <= 1.0 s);
 (d) the one-shot CLI, `torchbolt run --no-measure SCRIPT`, against the same TORCH_TRACE +
-    tlparse flow on a graph-break script, both warm (each side's own caches primed by a run
-    before) and cold (fresh cache folders on both sides), runs interleaved (goal <= 1.1x each).
+    tlparse flow on a graph-break script, warm (each side's own caches primed by a run before),
+    cold (fresh kernel caches on both sides) and empty (nothing built before on either side),
+    runs interleaved (goal <= 1.1x warm and cold; see `bench_cli`).
 Medians of N repeats, measured in one run on this machine; JSON to --out (`--only cli`: (d) alone).
 """
 
@@ -42,13 +43,17 @@ def median(values: list[float]) -> float:
     return round(statistics.median(values), 4)
 
 
-def todays_workflow(path: str, cold: bool) -> float:
-    """TORCH_TRACE run of the script plus tlparse on its log, wall clock. `cold` gives Inductor
-    a fresh cache dir (new code, as a user who just edited it); warm reuses the default one."""
+def todays_workflow(path: str, cache: str = "warm") -> float:
+    """TORCH_TRACE run of the script plus tlparse on its log, wall clock. `cache`: "warm" reuses
+    the default Inductor cache; "fresh" gives Inductor a fresh cache dir (new code, as a user who
+    just edited it: PyTorch keeps its precompiled header in $TMPDIR/torchinductor_USER whatever
+    the cache dir); "none" a fresh $TMPDIR too (nothing built before, header included)."""
     with tempfile.TemporaryDirectory() as trace_dir:
         env = {**os.environ, "TORCH_TRACE": os.path.join(trace_dir, "trace")}
-        if cold:
+        if cache != "warm":
             env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(trace_dir, "inductor")
+        if cache == "none":
+            env["TMPDIR"] = trace_dir
         started = time.monotonic()
         subprocess.run([sys.executable, path], env=env, check=True, capture_output=True)
         logs = [os.path.join(env["TORCH_TRACE"], f) for f in os.listdir(env["TORCH_TRACE"])]
@@ -57,33 +62,39 @@ def todays_workflow(path: str, cold: bool) -> float:
         return time.monotonic() - started
 
 
-def cli_run(path: str, cache_home: str) -> float:
+def cli_run(path: str, cache_home: str, *flags: str) -> float:
     """`torchbolt run --no-measure` of the script, its build cache under `cache_home`."""
     with tempfile.TemporaryDirectory() as out:
         started = time.monotonic()
         subprocess.run([sys.executable, "-m", "compiler_core", "run", path, "--no-measure",
-                        "--json", os.path.join(out, "result.json")], cwd=ROOT, check=True,
-                       capture_output=True, env={**os.environ, "XDG_CACHE_HOME": cache_home})
+                        "--json", os.path.join(out, "result.json"), *flags], cwd=ROOT,
+                       check=True, capture_output=True,
+                       env={**os.environ, "XDG_CACHE_HOME": cache_home})
         return time.monotonic() - started
 
 
 def bench_cli(repeats: int) -> dict:
+    """warm: each side's caches primed; cold: fresh kernel caches on both sides (`--fresh-cache`
+    against a fresh TORCHINDUCTOR_CACHE_DIR: each keeps its precompiled header, as PyTorch
+    does); empty: nothing built before on either side (a new cache home, a new $TMPDIR)."""
     path = get_example(FIRST_EVENT_SCRIPT).path
-    runs: dict[str, list[float]] = {"cli_warm": [], "trace_warm": [], "cli_cold": [],
-                                    "trace_cold": []}
+    runs: dict[str, list[float]] = {f"{side}_{cache}": [] for cache in ("warm", "cold", "empty")
+                                    for side in ("cli", "trace")}
     with tempfile.TemporaryDirectory() as warm_home:
         cli_run(path, warm_home)  # prime both sides' caches
-        todays_workflow(path, cold=False)
+        todays_workflow(path)
         for _ in range(repeats):
             runs["cli_warm"].append(cli_run(path, warm_home))
-            runs["trace_warm"].append(todays_workflow(path, cold=False))
-            with tempfile.TemporaryDirectory() as cold_home:
-                runs["cli_cold"].append(cli_run(path, cold_home))
-            runs["trace_cold"].append(todays_workflow(path, cold=True))
+            runs["trace_warm"].append(todays_workflow(path))
+            runs["cli_cold"].append(cli_run(path, warm_home, "--fresh-cache"))
+            runs["trace_cold"].append(todays_workflow(path, "fresh"))
+            with tempfile.TemporaryDirectory() as empty_home:
+                runs["cli_empty"].append(cli_run(path, empty_home))
+            runs["trace_empty"].append(todays_workflow(path, "none"))
     med = {side: median(values) for side, values in runs.items()}
     return {"script": FIRST_EVENT_SCRIPT, "median_s": med,
-            "ratio_warm": round(med["cli_warm"] / med["trace_warm"], 3),
-            "ratio_cold": round(med["cli_cold"] / med["trace_cold"], 3),
+            **{f"ratio_{cache}": round(med[f"cli_{cache}"] / med[f"trace_{cache}"], 3)
+               for cache in ("warm", "cold", "empty")},
             "runs_s": {side: [round(v, 2) for v in values] for side, values in runs.items()},
             "goal": "ratio <= 1.1 warm and cold"}
 
@@ -107,8 +118,8 @@ def bench_full_result(worker: Worker, repeats: int) -> dict:
     runs = [run_timed(worker, example) for _ in range(repeats)]
     stages, full = median([r[0] for r in runs]), median([r[1] for r in runs])
     unmeasured = median([run_timed(worker, example, measure=False)[1] for _ in range(repeats)])
-    cold = median([todays_workflow(example.path, cold=True) for _ in range(repeats)])
-    warm = median([todays_workflow(example.path, cold=False) for _ in range(repeats)])
+    cold = median([todays_workflow(example.path, "fresh") for _ in range(repeats)])
+    warm = median([todays_workflow(example.path) for _ in range(repeats)])
     return {"script": SCRIPT, "torchbolt_all_stages_s": stages,
             "torchbolt_full_result_with_timings_s": full,
             "torchbolt_full_result_measure_off_s": unmeasured,

@@ -12,6 +12,9 @@ its event stream, as the page gets them. Each job is a new source (no stored res
 - back_to_back_first_stage_s: median of jobs submitted the moment the previous one ended;
 - chain: `CHAIN` jobs in a row, each submitted the moment the one before ended (what one worker's
   pool of warm standbys must keep up with): first stage of each, median and max after the first;
+- cpu_jobs: `CPU_JOBS` CPU jobs in a row after the chain (on a GPU machine each job process
+  warms CUDA, not the CPU; a CPU job's C++ compile uses the header the zygote's CPU warm-up
+  built beside the jobs): full result of each;
 - room: `--room-users` users from distinct addresses, spread evenly over `--room-seconds`,
   against a server of `--room-workers` workers: first stage and full result p50 / p90.
 """
@@ -34,9 +37,13 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDLE_S = 10.0
 CHAIN = 8
+CPU_JOBS = 3
 SCRIPT = ("import torch\n\n\ndef f(x):\n    return torch.nn.functional.gelu(x * 2) + 1\n\n\n"
           "x = torch.randn(1024, 1024, device='cuda' if torch.cuda.is_available() else 'cpu')\n"
           "print(torch.compile(f)(x).sum().item())\n")
+
+CPU_SCRIPT = ("import torch\n\n\ndef f(x):\n    return torch.nn.functional.gelu(x * 2) + 1\n\n\n"
+              "print(torch.compile(f)(torch.randn(256, 256)).sum().item())\n")
 
 
 def free_port() -> int:
@@ -161,6 +168,7 @@ def measure(device: str = "auto", warm_jobs: int = 3) -> dict:
             back_to_back.append(timed_job(port, SCRIPT + f"# back to back {i}\n", device))
         time.sleep(IDLE_S)
         in_a_row = chain(port, device)
+        cpu = [timed_job(port, CPU_SCRIPT + f"# cpu {i}\n", "cpu") for i in range(CPU_JOBS)]
     finally:
         stop(server)
     jobs = [first, *warm, *back_to_back]
@@ -170,8 +178,9 @@ def measure(device: str = "auto", warm_jobs: int = 3) -> dict:
             "warm_full_result_s": statistics.median(j["done_s"] for j in warm),
             "back_to_back_first_stage_s": statistics.median(
                 j["first_stage_s"] for j in back_to_back),
-            "idle_before_warm_jobs_s": IDLE_S, "errors": [j["error"] for j in jobs if j["error"]],
-            "jobs": jobs}
+            "idle_before_warm_jobs_s": IDLE_S,
+            "cpu_jobs_done_s": [round(j["done_s"], 2) for j in cpu],
+            "errors": [j["error"] for j in [*jobs, *cpu] if j["error"]], "jobs": jobs}
 
 
 def main() -> None:

@@ -45,7 +45,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         add_flags(parser_)
         parser_.add_argument("--fresh-cache", action="store_true",
                              help="build every kernel afresh instead of reusing torchbolt's "
-                                  f"build cache ({default_cache_dir()})")
+                                  f"build cache ({default_cache_dir()}; its precompiled C++ "
+                                  "header is kept, as PyTorch keeps its own)")
     args = parser.parse_args(argv)
     if args.command == "report" and (args.script is None) == (args.trace_dir is None):
         parser.error("report: give SCRIPT.py or --trace-dir DIR (one of them)")
@@ -78,7 +79,7 @@ def run_script(source: str, path: str, options: Options, fresh_cache: bool = Fal
     One trusted user's runs share a build cache: kernels built before from the same source are
     reused (`Worker(cache_dir=...)`), unless `fresh_cache`."""
     # One job: a warm-up would only add its own compile.
-    worker = Worker(warm=False, cache_dir=None if fresh_cache else default_cache_dir())
+    worker = Worker(warm=False, cache_dir=default_cache_dir(), fresh_cache=fresh_cache)
     try:
         result = worker.run(source, options, user_file=path, listener=progress)
     except WorkerError as exc:  # the engine itself failed: still one result, with the error

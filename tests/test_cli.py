@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from compiler_core.supervisor import sandbox
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -62,7 +64,9 @@ def test_cli_rejects_a_missing_script(tmp_path):
 def test_the_build_cache_is_reused_and_hides_no_stage(tmp_path):
     """A second run reuses the kernels the first built (same source, same cache entry) and still
     shows every stage: only the caches that skip code generation stay off. `--fresh-cache`
-    builds afresh and leaves the cache alone."""
+    builds afresh and leaves the cache alone. Sandboxed, the precompiled C++ header is kept in
+    the cache too (else each run built it again in its private /tmp), and reused by
+    `--fresh-cache`, as PyTorch's own fresh cache keeps it."""
     source = "import torch\nf = torch.compile(lambda x: x.sin() * 2)\nprint(f(torch.ones(3)))\n"
     first_proc, first = run_cli(tmp_path, source, "--no-measure", "--no-views")
     cache = tmp_path / "cache" / "torchbolt" / "inductor-cache"
@@ -73,7 +77,9 @@ def test_the_build_cache_is_reused_and_hides_no_stage(tmp_path):
     assert sorted(p.name for p in cache.rglob("*.so")) == built  # reused, none built again
     assert set(second["compiles"][0]["stages"]) == set(first["compiles"][0]["stages"])
     assert {"output_code", "ir_post_fusion", "post_grad_graph"} <= set(second["compiles"][0]["stages"])
-    before = {p: p.stat().st_mtime for p in cache.rglob("*")}
+    headers = sorted((cache.parent / "inductor-tmp").rglob("*.gch"))
+    assert headers or not sandbox.check().ok
+    before = {p: p.stat().st_mtime for p in (*cache.rglob("*"), *headers)}
     fresh_proc, fresh = run_cli(tmp_path, source, "--no-measure", "--no-views", "--fresh-cache")
     assert fresh_proc.returncode == 0 and "output_code" in fresh["compiles"][0]["stages"]
-    assert {p: p.stat().st_mtime for p in cache.rglob("*")} == before
+    assert {p: p.stat().st_mtime for p in (*cache.rglob("*"), *headers)} == before

@@ -65,26 +65,47 @@ def enter_namespaces() -> None:
             fh.write(text)
 
 
-def mount_job_files(job_dir: str, disk_mb: int, warm_dir: str | None = None) -> None:
+def mount_job_files(job_dir: str, disk_mb: int,
+                    tmp_view: tuple[str, str, bool] | None = None) -> None:
     """In the job (PID 1 of its namespace), after it joined its cgroup: its own /proc, one tmpfs
     of `disk_mb` for the job folder, /tmp and /dev/shm, so one size limit covers every file it
     writes, a private read-only /dev (`_private_dev`) and no view of the cgroups
-    (`_hide_cgroups`). `warm_dir`, a folder of the zygote's /tmp, stays visible read-only at its
-    path: Inductor keeps the path of the precompiled header it built while warming up."""
+    (`_hide_cgroups`). `tmp_view` (folder, path in /tmp, writable): a folder shown in the job's
+    /tmp, where Inductor keeps its precompiled headers (see zygote.inductor_tmp_view)."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _mount("tmpfs", job_dir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=0700")
     for inner in ("tmp", "shm"):
         os.mkdir(os.path.join(job_dir, inner), 0o700)
-    if warm_dir and os.path.isdir(warm_dir) and os.path.dirname(warm_dir) == "/tmp":
-        view = os.path.join(job_dir, "tmp", os.path.basename(warm_dir))
-        os.mkdir(view)
-        _mount(warm_dir, view, None, MS_BIND | MS_REC)
-        _mount(None, view, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    if tmp_view:
+        _show_in_tmp(job_dir, *tmp_view)
     if os.path.isdir("/tmp"):
         _mount(os.path.join(job_dir, "tmp"), "/tmp", None, MS_BIND | MS_REC)
     _private_dev(os.path.join(job_dir, "shm"))
     _hide_cgroups()
+
+
+def _show_in_tmp(job_dir: str, source: str, path: str, writable: bool) -> None:
+    """`source` at `path` in the job's /tmp: bound as it is (`writable`), or else as an overlay
+    whose changes stay in the job's own files: Inductor takes a lock file beside the header
+    even to read it, and builds a header of its own for other compile flags (a read-only view
+    failed there). A kernel without unprivileged overlays gets the read-only view."""
+    view = os.path.join(job_dir, "tmp", os.path.basename(path))
+    os.mkdir(view)
+    if not writable:
+        changes = os.path.join(job_dir, "tmp", ".torchbolt-overlay")
+        upper, work = os.path.join(changes, "upper"), os.path.join(changes, "work")
+        os.makedirs(upper)
+        os.mkdir(work)
+        try:
+            _mount("overlay", view, "overlay", MS_NOSUID | MS_NODEV,
+                   f"lowerdir={source},upperdir={upper},workdir={work}")
+            return
+        except OSError:
+            pass
+    _mount(source, view, None, MS_BIND | MS_REC)
+    _mount(None, view, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV
+           | (0 if writable else MS_RDONLY))
 
 
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")

@@ -75,7 +75,7 @@ class Worker:
     unsandboxed), True requires it (WorkerError when missing), False never uses it."""
 
     def __init__(self, sandbox: bool | None = None, timing_lock: str | None = None,
-                 warm: bool = True, cache_dir: str | None = None,
+                 warm: bool = True, cache_dir: str | None = None, fresh_cache: bool = False,
                  standbys: int = STANDBYS) -> None:
         """`timing_lock`: a lock file that each job holds, with flock, for its timings only,
         and a GPU job's process for its warm-up: jobs of workers sharing it compile at once but
@@ -87,12 +87,14 @@ class Worker:
         Triton's build caches from run to run (kernels built from the same source are reused;
         the caches that would skip code generation stay off, so every stage still appears).
         Never for a server: there a cache written by one job must not be read by another.
+        `fresh_cache`: jobs build every kernel afresh, as PyTorch's own fresh cache does: the
+        precompiled header in `cache_dir` is still kept (it depends on torch and the compiler).
         `standbys`: where each job gets a fresh process (a GPU machine), how many at most are
         kept warming ahead of the jobs (at least 1)."""
         self.requested_sandbox = sandbox
         self.timing_lock = timing_lock
         self.warm = warm
-        self.cache_dir = cache_dir
+        self.cache_dir, self.fresh_cache = cache_dir, fresh_cache
         self.sandboxed = False
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -129,7 +131,9 @@ class Worker:
         if self.cache_dir:  # jobs see it at a path of their own (their /tmp is private)
             cache = sandbox.prepare_cache_dir(os.path.abspath(self.cache_dir), self.sandboxed)
             inside = sandbox.CACHE_MOUNT if self.sandboxed else cache
-            writable, env["TORCHBOLT_BUILD_CACHE"] = ((cache, inside),), inside
+            writable, env["TORCHBOLT_HEADER_DIR"] = ((cache, inside),), f"{inside}/inductor-tmp"
+            if not self.fresh_cache:
+                env["TORCHBOLT_BUILD_CACHE"] = inside
         command = [sys.executable, "-m", "compiler_core.runtime.zygote"]
         if self.sandboxed:
             command = sandbox.bwrap_command(command, env, writable)

@@ -13,7 +13,6 @@ profiler's and compilers' chatter goes to /dev/null rather than the user's stder
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 
 from ..capture import CaptureSession
@@ -32,38 +31,6 @@ def before_script(session: CaptureSession, device: str, timings: bool) -> None:
         # The process's warm-up compiled a kernel before the job: it is not the job's.
         session.kernels_before = triton_kernels.WARM_UP_KERNELS
         triton_kernels.record_autotuning(session)
-
-
-@contextlib.contextmanager
-def held(lock_fd: int | None):
-    """The worker's timing lock (e.g. its GPU's), held while timing: jobs that share it compile
-    at once but time one at a time. Waiting for it is the job's own time, under its limits."""
-    if lock_fd is None:
-        yield
-        return
-    fcntl.flock(lock_fd, fcntl.LOCK_EX)
-    try:
-        yield
-    finally:
-        fcntl.flock(lock_fd, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def held_if_free(lock_fd: int | None):
-    """The timing lock if no one holds it now (yields True), else nothing (False): for work
-    worth doing only when it waits for no one."""
-    if lock_fd is None:
-        yield True
-        return
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        fcntl.flock(lock_fd, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
@@ -89,10 +56,8 @@ def after_script(recorder, session: CaptureSession, device: str, preview: bool,
             started = guarded(session, "triton_kernels", lambda: triton_kernels.collect(session))
             kernels = Once(session, "triton_kernels", started)
         if timings:
-            def measure_locked():
-                with held(timing_lock_fd):
-                    timing.measure_all(recorder, session, device, before_timed=kernels)
-            guarded(session, "timings", measure_locked)
+            guarded(session, "timings", lambda: timing.measure_all(
+                recorder, session, device, before_timed=kernels, lock_fd=timing_lock_fd))
         else:
             session.writer.emit("note", None, None, text=NOT_MEASURED)
         if kernels:
