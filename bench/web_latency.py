@@ -12,9 +12,8 @@ its event stream, as the page gets them. Each job is a new source (no stored res
 - back_to_back_first_stage_s: median of jobs submitted the moment the previous one ended;
 - chain: `CHAIN` jobs in a row, each submitted the moment the one before ended (what one worker's
   pool of warm standbys must keep up with): first stage of each, median and max after the first;
-- cpu_jobs: `CPU_JOBS` CPU jobs in a row after the chain (on a GPU machine each job process
-  warms CUDA, not the CPU; a CPU job's C++ compile uses the header the zygote's CPU warm-up
-  built beside the jobs): full result of each;
+- cpu_jobs: `CPU_JOBS` CPU jobs after the chain (on a GPU machine each job process warms CUDA,
+  not the CPU, so a CPU job pays Inductor's first CPU compile): full result of each;
 - room: `--room-users` users from distinct addresses, spread evenly over `--room-seconds`,
   against a server of `--room-workers` workers: first stage and full result p50 / p90.
 """
@@ -37,7 +36,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDLE_S = 10.0
 CHAIN = 8
-CPU_JOBS = 3
+CPU_JOBS = 1
 SCRIPT = ("import torch\n\n\ndef f(x):\n    return torch.nn.functional.gelu(x * 2) + 1\n\n\n"
           "x = torch.randn(1024, 1024, device='cuda' if torch.cuda.is_available() else 'cpu')\n"
           "print(torch.compile(f)(x).sum().item())\n")

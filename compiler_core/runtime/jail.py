@@ -78,34 +78,16 @@ def mount_job_files(job_dir: str, disk_mb: int,
     for inner in ("tmp", "shm"):
         os.mkdir(os.path.join(job_dir, inner), 0o700)
     if tmp_view:
-        _show_in_tmp(job_dir, *tmp_view)
+        source, path, writable = tmp_view
+        view = os.path.join(job_dir, "tmp", os.path.basename(path))
+        os.mkdir(view)
+        _mount(source, view, None, MS_BIND | MS_REC)
+        _mount(None, view, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV
+               | (0 if writable else MS_RDONLY))
     if os.path.isdir("/tmp"):
         _mount(os.path.join(job_dir, "tmp"), "/tmp", None, MS_BIND | MS_REC)
     _private_dev(os.path.join(job_dir, "shm"))
     _hide_cgroups()
-
-
-def _show_in_tmp(job_dir: str, source: str, path: str, writable: bool) -> None:
-    """`source` at `path` in the job's /tmp: bound as it is (`writable`), or else as an overlay
-    whose changes stay in the job's own files: Inductor takes a lock file beside the header
-    even to read it, and builds a header of its own for other compile flags (a read-only view
-    failed there). A kernel without unprivileged overlays gets the read-only view."""
-    view = os.path.join(job_dir, "tmp", os.path.basename(path))
-    os.mkdir(view)
-    if not writable:
-        changes = os.path.join(job_dir, "tmp", ".torchbolt-overlay")
-        upper, work = os.path.join(changes, "upper"), os.path.join(changes, "work")
-        os.makedirs(upper)
-        os.mkdir(work)
-        try:
-            _mount("overlay", view, "overlay", MS_NOSUID | MS_NODEV,
-                   f"lowerdir={source},upperdir={upper},workdir={work}")
-            return
-        except OSError:
-            pass
-    _mount(source, view, None, MS_BIND | MS_REC)
-    _mount(None, view, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV
-           | (0 if writable else MS_RDONLY))
 
 
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")

@@ -3,8 +3,7 @@
 The zygote (`python -m compiler_core.runtime.zygote`, started by `worker.Worker` inside bubblewrap, see
 `sandbox.py`) imports torch and runs one trivial CPU compile, so a job pays neither `import torch`
 nor Inductor's lazy initialisation. Where a GPU is visible it warms nothing that a fork can't
-inherit (CUDA): each job process initialises CUDA itself, ahead of its job ("standby"), and
-the CPU warm-up runs beside the jobs in a process of its own (`build_cpu_header`).
+inherit (CUDA): each job process initialises CUDA itself, ahead of its job ("standby").
 With TORCHBOLT_WARM=0 (the CLI's one job) the zygote skips its CPU warm-up: the job pays its own
 first compile. A GPU job's process still warms up: that warm-up also keeps the timings' own
 kernels (L2 flush, accuracy check) out of the job's kernel list.
@@ -28,7 +27,6 @@ import os
 import resource
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -83,13 +81,13 @@ def needs_fresh_process() -> bool:
     return os.environ.get("TORCHBOLT_FRESH_PROCESS") == "1" or torch.cuda.is_available()
 
 
-def inductor_tmp_view(header_built: bool) -> tuple[str, str, bool] | None:
+def inductor_tmp_view(warm_cpu: bool) -> tuple[str, str, bool] | None:
     """What each job sees of Inductor's default folder (`$TMPDIR/torchinductor_USER`), where its
     precompiled headers live whatever TORCHINDUCTOR_CACHE_DIR says (`mount_job_files`'s
     `tmp_view`). The CLI's (TORCHBOLT_HEADER_DIR) is kept from run to run and written by its
     jobs, as a user's own runs keep theirs: a job's private /tmp made each run build the header
-    again (7.6 s of a 13 s run here). Else, once the zygote's CPU warm-up built the header
-    (`header_built`), the zygote's own, read-only: jobs use that header."""
+    again (7.6 s of a 13 s run here). Else, after a CPU warm-up (`warm_cpu`), the zygote's own,
+    read-only: jobs use the header the warm-up built."""
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
     path, kept = default_cache_dir(), os.environ.get("TORCHBOLT_HEADER_DIR")
     if os.path.dirname(path) != "/tmp":
@@ -97,18 +95,7 @@ def inductor_tmp_view(header_built: bool) -> tuple[str, str, bool] | None:
     if kept:
         os.makedirs(kept, exist_ok=True)
         return kept, path, True
-    return (path, path, False) if header_built and os.path.isdir(path) else None
-
-
-def build_cpu_header() -> subprocess.Popen | None:
-    """Where each job gets a fresh process (a GPU machine), the zygote warms nothing on the CPU
-    itself, and a CPU job built the C++ precompiled header in its own empty /tmp: about 64 s a
-    job on the H200 machine. The CPU warm-up runs in a process of its own instead, beside the
-    jobs; the jobs forked once it is done use its header (`inductor_tmp_view`)."""
-    if os.environ.get("TORCHBOLT_HEADER_DIR"):
-        return None  # the CLI keeps a header of its own
-    return subprocess.Popen([sys.executable, "-c", "from compiler_core.runtime.zygote import "
-                             "warm_up; warm_up('cpu')"], stdin=subprocess.DEVNULL)
+    return (path, path, False) if warm_cpu and os.path.isdir(path) else None
 
 
 def _send(sock: socket.socket, message: dict) -> None:
@@ -217,7 +204,7 @@ def zygote_main() -> None:
     warm_cpu = not fresh and os.environ.get("TORCHBOLT_WARM") != "0"
     if warm_cpu:
         warm_up("cpu")
-    header = build_cpu_header() if fresh else None
+    tmp_view = inductor_tmp_view(warm_cpu)
     lock = threading.Lock()
 
     def send(message: dict) -> None:
@@ -234,9 +221,7 @@ def zygote_main() -> None:
         data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 6)
         if not data:
             return  # the supervisor closed the socket
-        header_built = warm_cpu or (header is not None and header.poll() == 0)
-        slot = {**json.loads(data), "warm_fresh": fresh,
-                "tmp_view": inductor_tmp_view(header_built)}
+        slot = {**json.loads(data), "warm_fresh": fresh, "tmp_view": tmp_view}
         pid = os.fork()
         if pid == 0:
             sock.close()
