@@ -81,7 +81,9 @@ def guard_rerecord_reason() -> None:
 
 
 def record_cudagraph_log(session: CaptureSession) -> None:
-    guard_rerecord_reason()
+    import torch
+    if torch.cuda.is_available():  # CUDA graphs need CUDA; a CPU job saves the import (0.7 s)
+        guard_rerecord_reason()
     handler = CudagraphLogHandler(session)
     for name in sorted(_cudagraph_logger_names()):
         logger = logging.getLogger(name)
