@@ -71,6 +71,8 @@ def warm_up(device: str, timing_lock_fd: int | None = None) -> None:
                 warm_up_timings(small, compiled, x)
         triton_kernels.note_warm_up_kernels()
     torch._dynamo.reset()
+    from .compat import build_algorithm_selector_cache
+    build_algorithm_selector_cache()
     from .opsets import opsets
     opsets()  # cached: every job forked from here reports it at no cost
 
