@@ -69,9 +69,11 @@ def read_text(path: str) -> str:
 
 
 def default_cache_dir() -> str:
-    """Where the CLI keeps Inductor's and Triton's build caches from run to run."""
+    """Where the CLI keeps Inductor's and Triton's build caches from run to run: a folder of its
+    own, since its jobs may write all of it (torchbolt's other caches, such as the second
+    torch's virtualenv, sit beside it)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "torchbolt")
+    return os.path.join(base, "torchbolt", "build")
 
 
 def run_script(source: str, path: str, options: Options, fresh_cache: bool = False) -> dict:

@@ -68,8 +68,11 @@ def test_the_build_cache_is_reused_and_hides_no_stage(tmp_path):
     the cache too (else each run built it again in its private /tmp), and reused by
     `--fresh-cache`, as PyTorch's own fresh cache keeps it."""
     source = "import torch\nf = torch.compile(lambda x: x.sin() * 2)\nprint(f(torch.ones(3)))\n"
+    beside = tmp_path / "cache" / "torchbolt" / "venv-of-mine" / "bin"  # e.g. the second torch
+    beside.mkdir(parents=True)
     first_proc, first = run_cli(tmp_path, source, "--no-measure", "--no-views")
-    cache = tmp_path / "cache" / "torchbolt" / "inductor-cache"
+    assert beside.stat().st_uid == os.getuid()  # not handed to the sandbox's user
+    cache = tmp_path / "cache" / "torchbolt" / "build" / "inductor-cache"
     built = sorted(p.name for p in cache.rglob("*.so"))
     assert first_proc.returncode == 0 and built, first_proc.stderr
     second_proc, second = run_cli(tmp_path, source, "--no-measure", "--no-views")
