@@ -37,4 +37,3 @@ def held_if_free(lock_fd: int | None):
         yield True
     finally:
         fcntl.flock(lock_fd, fcntl.LOCK_UN)
-
