@@ -41,8 +41,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--token", help="access token (default beyond loopback: a random one)")
     parser.add_argument("--max-timeout", type=float, default=120.0, metavar="S",
                         help="largest time limit a job may ask for, in seconds (default 120)")
-    parser.add_argument("--unsafe-no-sandbox", action="store_true",
-                        help="run jobs without the sandbox, even beyond loopback")
+    sandboxing = parser.add_mutually_exclusive_group()
+    sandboxing.add_argument("--unsafe-no-sandbox", action="store_true",
+                            help="run jobs without the sandbox, even beyond loopback")
+    sandboxing.add_argument("--require-sandbox", action="store_true",
+                            help="refuse to start when jobs cannot be sandboxed, even on "
+                                 "loopback (beyond loopback that is the default)")
     args = parser.parse_args(argv)
     if not 1 <= args.max_timeout <= 600:
         parser.error("--max-timeout must be between 1 and 600 seconds")
@@ -63,14 +67,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     sandbox = sandbox_state()
     runs_jobs = not args.broker or args.workers > 0  # broker, --workers 0: no job runs here
-    refusal = runs_jobs and exposure_refusal(args.host, sandbox, args.unsafe_no_sandbox)
+    refusal = runs_jobs and exposure_refusal(args.host, sandbox, args.unsafe_no_sandbox,
+                                             args.require_sandbox)
     if refusal:
         print(refusal, file=sys.stderr, flush=True)
         sys.exit(2)
     token = args.token or (None if is_loopback(args.host) else shared_token(args.broker))
     config = {"WORKERS": args.workers, "TOKEN": token, "THREADS": args.threads,
               "MAX_TIMEOUT": args.max_timeout, "BROKER": args.broker,
-              "SANDBOX": False if args.unsafe_no_sandbox else None}
+              "SANDBOX": False if args.unsafe_no_sandbox else args.require_sandbox or None}
     if args.data_dir:
         config["DATA_DIR"] = args.data_dir
     if runs_jobs:

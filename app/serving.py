@@ -33,10 +33,17 @@ def sandbox_state() -> SandboxState:
     return SandboxState(bool(check.ok), str(check.reason or ""))
 
 
-def exposure_refusal(host: str, sandbox: SandboxState, unsafe: bool) -> str | None:
-    """Why serving on `host` is refused, or None: beyond loopback only with a sandbox (or
-    --unsafe-no-sandbox), since anyone who reaches the server runs code on this machine."""
-    if sandbox.ok or unsafe or is_loopback(host):
+def exposure_refusal(host: str, sandbox: SandboxState, unsafe: bool,
+                     required: bool = False) -> str | None:
+    """Why serving on `host` is refused, or None: beyond loopback (or anywhere when `required`,
+    --require-sandbox) only with a sandbox or --unsafe-no-sandbox, since anyone who reaches the
+    server runs code on this machine."""
+    if sandbox.ok or unsafe:
+        return None
+    if required:
+        return (f"torchbolt: --require-sandbox: refusing to start: jobs cannot be sandboxed on "
+                f"this machine ({sandbox.reason}).")
+    if is_loopback(host):
         return None
     return (f"torchbolt: refusing to serve on {host}: jobs cannot be sandboxed on this machine "
             f"({sandbox.reason}), so anyone who reaches the server could run any code as this "

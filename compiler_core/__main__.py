@@ -22,6 +22,7 @@ from .options import Options, OptionsError, add_flags, from_flags
 from .report.result import build_result
 from .report.static_html import report_html
 from .report.trace_log import placeholder_source, trace_result
+from .supervisor import sandbox
 from .supervisor.worker import Worker, WorkerError
 
 
@@ -47,6 +48,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              help="build every kernel afresh instead of reusing torchbolt's "
                                   f"build cache ({default_cache_dir()}; its precompiled C++ "
                                   "header is kept, as PyTorch keeps its own)")
+        parser_.add_argument("--require-sandbox", action="store_true",
+                             help="refuse to run the script when the sandbox (bubblewrap) is "
+                                  "missing, instead of warning and running it as this user")
     args = parser.parse_args(argv)
     if args.command == "report" and (args.script is None) == (args.trace_dir is None):
         parser.error("report: give SCRIPT.py or --trace-dir DIR (one of them)")
@@ -74,6 +78,19 @@ def default_cache_dir() -> str:
     torch's virtualenv, sit beside it)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "torchbolt", "build")
+
+
+def sandbox_refusal(required: bool) -> str | None:
+    """Why the script must not run (`--require-sandbox` without a sandbox), else None; warns
+    on stderr when it will run unsandboxed."""
+    check = sandbox.check()
+    if check.ok:
+        return None
+    if required:
+        return f"--require-sandbox: the sandbox is not available: {check.reason}"
+    print(f"warning: the script runs NOT sandboxed, as this user: {check.reason} "
+          "(--require-sandbox refuses instead)", file=sys.stderr, flush=True)
+    return None
 
 
 def run_script(source: str, path: str, options: Options, fresh_cache: bool = False) -> dict:
@@ -117,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             path = os.path.abspath(args.script)
             source = read_text(path)
+            refusal = sandbox_refusal(args.require_sandbox)
+            if refusal:
+                print(f"error: {refusal}", file=sys.stderr)
+                return 2
             result = run_script(source, path, options, args.fresh_cache)
     except (OptionsError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

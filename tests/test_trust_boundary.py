@@ -299,6 +299,7 @@ def test_the_sandbox_holds_with_python_in_a_venv_under_tmp(tmp_path):
     """A checkout under /tmp with its venv: the job's private /tmp must not hide the
     interpreter, and a job runs sandboxed there."""
     venv = tempfile.mkdtemp(prefix="torchbolt-venv-", dir="/tmp")
+    os.chmod(venv, 0o755)  # as a checkout's folder is (mkdtemp's 0700 would shut out uid 65534)
     try:
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
                        check=True, timeout=120)
@@ -363,3 +364,8 @@ def test_the_cli_says_when_its_job_is_not_sandboxed_and_can_refuse(tmp_path):
                               "--require-sandbox", "--no-measure"], cwd=ROOT,
                              capture_output=True, text=True, timeout=120, env=env)
     assert refused.returncode == 2 and "bubblewrap" in refused.stderr, refused.stderr
+    warned = subprocess.run([sys.executable, "-m", "compiler_core", "run", str(script),
+                             "--no-measure"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300, env=env)
+    assert warned.returncode == 1 and "NoCompile" in warned.stderr, warned.stderr  # it ran
+    assert "NOT sandboxed" in warned.stderr and "bubblewrap" in warned.stderr, warned.stderr

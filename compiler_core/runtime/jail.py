@@ -66,12 +66,15 @@ def enter_namespaces() -> None:
 
 
 def mount_job_files(job_dir: str, disk_mb: int,
-                    tmp_view: tuple[str, str, bool] | None = None) -> None:
+                    tmp_view: tuple[str, str, bool] | None = None,
+                    tmp_mounts: tuple[str, ...] = ()) -> None:
     """In the job (PID 1 of its namespace), after it joined its cgroup: its own /proc, one tmpfs
     of `disk_mb` for the job folder, /tmp and /dev/shm, so one size limit covers every file it
     writes, a private read-only /dev (`_private_dev`) and no view of the cgroups
     (`_hide_cgroups`). `tmp_view` (folder, path in /tmp, writable): a folder shown in the job's
-    /tmp, where Inductor keeps its precompiled headers (see zygote.inductor_tmp_view)."""
+    /tmp, where Inductor keeps its precompiled headers (see zygote.inductor_tmp_view).
+    `tmp_mounts`: the zygote's read-only mounts under /tmp (the server's Python in a checkout
+    there), bound again inside the job's /tmp, which would hide them."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _mount("tmpfs", job_dir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=0700")
@@ -85,7 +88,15 @@ def mount_job_files(job_dir: str, disk_mb: int,
         _mount(None, view, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV
                | (0 if writable else MS_RDONLY))
     if os.path.isdir("/tmp"):
-        _mount(os.path.join(job_dir, "tmp"), "/tmp", None, MS_BIND | MS_REC)
+        handles = [os.open(path, os.O_PATH | os.O_NOFOLLOW) for path in tmp_mounts]
+        try:
+            _mount(os.path.join(job_dir, "tmp"), "/tmp", None, MS_BIND | MS_REC)
+            for path, fd in zip(tmp_mounts, handles):
+                os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+                _carry(fd, path)
+        finally:
+            for fd in handles:
+                os.close(fd)
     _private_dev(os.path.join(job_dir, "shm"))
     _hide_cgroups()
 

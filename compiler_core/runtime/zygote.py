@@ -127,7 +127,8 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
     control.send(b"join")
     _expect(control, b"go")
     if slot["sandboxed"]:
-        jail.mount_job_files(slot["job_dir"], slot["disk_mb"], slot.get("tmp_view"))
+        jail.mount_job_files(slot["job_dir"], slot["disk_mb"], slot.get("tmp_view"),
+                             tuple(slot.get("tmp_mounts", ())))
         jail.drop_privileges()
     os.chdir(slot["job_dir"])
     caches = os.environ.get("TORCHBOLT_BUILD_CACHE") or slot["job_dir"]  # the CLI's, or the job's

@@ -101,6 +101,17 @@ def _gpu_devices() -> list[str]:
             for arg in ("--dev-bind-try", device, device)]
 
 
+def _under_tmp(path: str) -> bool:
+    return path.startswith("/tmp/")
+
+
+def tmp_mounts() -> list[str]:
+    """The read-only mounts that live under /tmp (a checkout's venv there, say): the job's
+    private /tmp would hide them, so each layer that covers /tmp mounts them again after it."""
+    paths = sorted(p for p in (*_python_dirs(), *_tool_dirs()) if _under_tmp(p))
+    return [p for p in paths if not any(p.startswith(q + "/") for q in paths)]  # topmost only
+
+
 def _view_args(writable: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """The file system jobs see: an allow-list of read-only mounts on a fresh tmpfs root, and
     the `writable` (host folder, where jobs see it) pairs read-write (the CLI's build cache)."""
@@ -116,11 +127,14 @@ def _view_args(writable: tuple[tuple[str, str], ...] = ()) -> list[str]:
 
 
 def _namespace_args(env: dict[str, str]) -> list[str]:
+    """The zygote's namespaces and its private /tmp, with `tmp_mounts` bound again over it."""
     args = ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--hostname", "torchbolt", "--uid", str(NOBODY), "--gid", str(NOBODY),
             "--die-with-parent", "--new-session", "--clearenv", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp", "--chdir", "/tmp", *_gpu_devices(),
             "--remount-ro", "/dev"]  # each job mounts its own /dev over this one (jail.py)
+    for path in tmp_mounts():
+        args += ["--ro-bind", path, path]
     for key, value in {**env, "PYTHONPATH": ENGINE_MOUNT}.items():
         args += ["--setenv", key, value]
     return args
@@ -167,21 +181,36 @@ def check() -> SandboxCheck:
     if not shutil.which("bwrap"):
         return SandboxCheck(False, "bubblewrap (bwrap) is not installed: apt-get install "
                                    "bubblewrap", group_layout)
-    probe = [sys.executable, "-c", "import sys; sys.path.insert(0, '/opt/torchbolt'); "
-             "from compiler_core.runtime import jail; jail.probe()"]
-    try:
-        done = subprocess.run(bwrap_command(probe, environment()),
-                              capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return SandboxCheck(False, f"bwrap could not start: {exc}", group_layout)
-    if done.returncode != 0:
-        detail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+    kernel = _probe([shutil.which("true") or "/bin/true"])
+    if kernel is not None:
         return SandboxCheck(False, "this kernel does not let bubblewrap create the user, PID "
-                                   f"and network namespaces jobs need: {detail}", group_layout)
+                                   f"and network namespaces jobs need: {kernel}", group_layout)
+    jobs = _probe([sys.executable, "-c", "import sys; sys.path.insert(0, '/opt/torchbolt'); "
+                   "from compiler_core.runtime import jail; jail.probe()"])
+    if jobs is not None and "execvp" in jobs:
+        return SandboxCheck(False, f"the sandbox cannot reach this Python interpreter, "
+                                   f"{sys.executable}: {jobs} (uid {NOBODY} must be able to enter "
+                                   f"its folders; mounted: {', '.join(_python_dirs())} and the "
+                                   "system folders)", group_layout)
+    if jobs is not None:
+        return SandboxCheck(False, f"a job's nested namespaces and mounts fail inside "
+                                   f"bubblewrap: {jobs}", group_layout)
     limits = (f"cgroup {group_layout} limits" if group_layout else
               f"no cgroup limits ({cgroups.why_not()})")
     return SandboxCheck(True, f"bubblewrap {_bwrap_version()}, uid {NOBODY}, own PID, mount and "
                               f"network namespaces per job, {limits}", group_layout)
+
+
+def _probe(command: list[str]) -> str | None:
+    """None when `command` ran to a zero exit in the zygote's sandbox, else what went wrong."""
+    try:
+        done = subprocess.run(bwrap_command(command, environment()),
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not start: {exc}"
+    if done.returncode == 0:
+        return None
+    return (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
 
 
 def _bwrap_version() -> str:

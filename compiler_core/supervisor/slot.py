@@ -55,7 +55,7 @@ class Slot:
 
     def spec(self, disk_mb: int, sandboxed: bool) -> dict:
         return {"slot": self.name, "sandboxed": sandboxed, "disk_mb": disk_mb,
-                "job_dir": self.job_dir}
+                "job_dir": self.job_dir, "tmp_mounts": sandbox.tmp_mounts() if sandboxed else []}
 
     def handed_over(self) -> None:
         for fd in self.their_fds:
