@@ -8,14 +8,19 @@
 - BROKER: None (the embedded default: in-process queue, SQLite), or redis://HOST:PORT/DB: jobs,
   live records and results go through Redis to worker hosts (app/broker.py); WORKERS then only
   says how many worker slots `python -m app` starts beside the server;
-- TOKEN: None, or the access token every request must carry (app/auth.py);
+- TOKEN: None, or the access token every request must carry (app/auth.py); without one only
+  requests to a loopback name (or one of ALLOWED_HOSTS) are answered; state-changing requests
+  from another site's page are refused either way (app/origin.py);
 - JOBS_PER_CLIENT (2): a client's jobs queued or running at once; MAX_TIMEOUT (120 s): the
   largest `timeout` option a job may ask for;
 - TRACE_MAX_BYTES (64 MiB): the most a TORCH_TRACE log upload may send (app/reports.py);
 - THREADS (48, the server's): with STREAM_RESERVE (8) and STREAMS_PER_CLIENT (4), the caps on
   open event streams (app/streams.py): THREADS - STREAM_RESERVE in all;
-- HEAVY_PER_CLIENT (2): a client's expensive requests at once (graph layouts, reports); all
-  clients together STREAM_RESERVE // 2, so half the threads kept free of streams stay free;
+- HEAVY_PER_CLIENT (2): a client's expensive requests at once (graph layouts, reports, whole
+  results); all clients together 2 * HEAVY_PER_CLIENT + 1, at least STREAM_RESERVE // 2;
+- SUBMIT_BURST (10), SUBMITS_PER_MINUTE (30): a client's submits, cached answers included
+  (app/budget.py); RESULT_CACHE_BYTES (128 MiB): stored results kept expanded and as gzipped
+  answers (app/results.py);
 - GRAPH_CACHE_BYTES, REPORT_CACHE_BYTES (64 MiB each): the caches of laid-out graph views and
   built reports (app/graphview.py, app/reports.py);
 - WARM_FIRST_LESSON (True): once ready, run the first lesson unless its result is stored, so
@@ -33,7 +38,8 @@ from flask import Flask
 
 from compiler_core import PAGE_ASSETS, Broker, Worker, list_lessons
 
-from . import api, auth, errors, http, pages, reports
+from . import api, auth, errors, http, origin, pages, reports
+from .budget import SubmitBudget
 from .http import BodyCache
 from .manager import JobManager
 from .store import Store
@@ -51,6 +57,8 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
         THREADS=48, STREAM_RESERVE=8, STREAMS_PER_CLIENT=4, WARM_FIRST_LESSON=True,
         MAX_CONTENT_LENGTH=1024 * 1024, TRACE_MAX_BYTES=64 * 1024 * 1024, HEAVY_PER_CLIENT=2,
         GRAPH_CACHE_BYTES=64 * 1024 * 1024, REPORT_CACHE_BYTES=64 * 1024 * 1024,
+        ALLOWED_HOSTS=(), SUBMITS_PER_MINUTE=30, SUBMIT_BURST=10,
+        RESULT_CACHE_BYTES=128 * 1024 * 1024,
     )
     app.config.update(test_config or {})
     app.json.sort_keys = False
@@ -59,10 +67,14 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
     app.extensions["torchbolt.streams"] = Limiter(
         config["STREAMS_PER_CLIENT"], config["THREADS"] - config["STREAM_RESERVE"])
     app.extensions["torchbolt.heavy"] = Limiter(
-        config["HEAVY_PER_CLIENT"], max(1, config["STREAM_RESERVE"] // 2),
-        "graph layouts or reports being built", "wait for one, then ask again")
+        config["HEAVY_PER_CLIENT"], heavy_total(config),
+        "expensive requests (graph layouts, reports, whole results)",
+        "wait for one, then ask again")
+    app.extensions["torchbolt.submits"] = SubmitBudget(config["SUBMITS_PER_MINUTE"],
+                                                       config["SUBMIT_BURST"])
     app.extensions["torchbolt.graph_cache"] = BodyCache(config["GRAPH_CACHE_BYTES"])
     app.extensions["torchbolt.report_cache"] = BodyCache(config["REPORT_CACHE_BYTES"])
+    origin.register(app)  # before the token check: a foreign page learns nothing
     auth.register(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
@@ -72,15 +84,23 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
     return app
 
 
+def heavy_total(config) -> int:
+    """All clients' expensive requests at once: one more than two clients may hold (a client
+    with two addresses never holds them all), and at least half the threads kept from streams."""
+    return max(2 * config["HEAVY_PER_CLIENT"] + 1, config["STREAM_RESERVE"] // 2)
+
+
 def _manager(config, workers: list[Worker] | None) -> JobManager:
     if config["BROKER"]:
         from .broker import BrokerManager
         return BrokerManager(Broker(config["BROKER"]), config["JOBS_PER_CLIENT"],
-                             local_slots=config["WORKERS"])
+                             local_slots=config["WORKERS"],
+                             cache_bytes=config["RESULT_CACHE_BYTES"])
     if workers is None:
         sandbox = config["SANDBOX"]
         workers = [Worker() if sandbox is None else Worker(sandbox=sandbox)
                    for _ in range(config["WORKERS"])]
     warm = tuple(example.source for _, example in list_lessons()[:1]
                  if config["WARM_FIRST_LESSON"])
-    return JobManager(Store(config["DATA_DIR"]), workers, config["JOBS_PER_CLIENT"], warm=warm)
+    return JobManager(Store(config["DATA_DIR"]), workers, config["JOBS_PER_CLIENT"], warm=warm,
+                      cache_bytes=config["RESULT_CACHE_BYTES"])

@@ -20,6 +20,8 @@ header, query or body is a 4xx, never a 500 and never a leaked stream slot.
 
 from __future__ import annotations
 
+import gzip
+
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from compiler_core import catalogue, get_example, list_examples
@@ -62,6 +64,7 @@ def find_job(job_id: str):
 def compile_source():
     """Queue a compile, or answer from the store when the same code ran before."""
     source, options, environment = parse_compile_request()
+    current_app.extensions["torchbolt.submits"].take(client_id())  # answers from the store too
     job = manager().submit(source, options, client_id(), environment)
     return jsonify({"ok": True, "job": job.id, "key": job.key, "status": job.status,
                     "cached": job.cached}), 202
@@ -69,9 +72,13 @@ def compile_source():
 
 @bp.get("/jobs/<job_id>")
 def job_status(job_id: str):
-    """Status and result (partial while running); `?view=index` its index (app/transport.py)."""
+    """Status and result (partial while running); `?view=index` its index (app/transport.py).
+    The whole result is an expensive request: it may be tens of MB of JSON."""
     job = find_job(job_id)
-    return jsonify(job_index(job) if request.args.get("view") == "index" else job.to_json())
+    if request.args.get("view") == "index":
+        return jsonify(job_index(job))
+    with expensive_slot():
+        return jsonify(job.to_json())
 
 
 @bp.get("/jobs/<job_id>/stage")
@@ -116,6 +123,7 @@ def job_events(job_id: str):
 
 
 def stored(key: str) -> dict:
+    """The stored entry (shared, read-only: app/results.py) or a 404."""
     entry = manager().store.get(key) if is_key(key) else None
     if entry is None:
         raise ApiError(404, "no result under this share key")
@@ -124,8 +132,17 @@ def stored(key: str) -> dict:
 
 @bp.get("/results/<key>")
 def result(key: str):
-    """A stored result with its code and options."""
-    return jsonify({"ok": True, **stored(key)})
+    """A stored result with its code and options: one gzipped answer per key, built once
+    (app/results.py) and read under an expensive-request slot."""
+    with expensive_slot():
+        body = manager().store.answer(key) if is_key(key) else None
+        if body is None:
+            raise ApiError(404, "no result under this share key")
+        if "gzip" not in request.headers.get("Accept-Encoding", ""):
+            body = gzip.decompress(body)
+            return Response(body, mimetype="application/json")
+    return Response(body, mimetype="application/json",
+                    headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
 
 
 @bp.get("/results/<key>/stage")

@@ -28,11 +28,11 @@ import uuid
 from collections import OrderedDict
 
 from compiler_core import (Broker, BrokerDown, ErrorKind, Job, Options, compress_result,
-                           environment_identity, expand_result)
+                           environment_identity)
 
 from .errors import ApiError
 from .jobs import Handle, Run
-from .manager import JobManager, limit_reached
+from .manager import RESULT_CACHE_BYTES, JobManager, limit_reached
 
 CACHED_RESULTS = 256  # compressed results kept in memory per server (~10x smaller than JSON)
 READ_BLOCK_MS = 500
@@ -61,22 +61,23 @@ class RedisStore:
         self._remember(key, row)
         self.broker.save_result(key, *row)
 
-    def get(self, key: str) -> dict | None:
+    def row(self, key: str) -> tuple | None:
+        """(source, options, compressed result JSON) or None, as `store.Store.row`."""
         try:
             row = self.broker.load_result(key)
         except BrokerDown:
             row = self._seen.get(key)
             if row is None:
                 raise
-        if row is None:
-            return None
-        self._remember(key, row)
-        return {"key": key, "source": row[0], "options": row[1], "result": expand_result(row[2])}
+        if row is not None:
+            self._remember(key, row)
+        return row
 
 
 class BrokerManager(JobManager):
-    def __init__(self, broker: Broker, per_client: int, local_slots: int = 0) -> None:
-        super().__init__(RedisStore(broker), [], per_client)
+    def __init__(self, broker: Broker, per_client: int, local_slots: int = 0,
+                 cache_bytes: int = RESULT_CACHE_BYTES) -> None:
+        super().__init__(RedisStore(broker), [], per_client, cache_bytes=cache_bytes)
         self.broker, self.local_slots = broker, local_slots
         self._following: dict[str, Run] = {}  # run id -> the run this server follows
         self._admitted: str | None = None  # the lease `_admit` took for the submit being added
@@ -188,9 +189,8 @@ class BrokerManager(JobManager):
         stored = self.store.get(key)
         if stored is None:
             return None
-        run = Run(key, stored["source"], Options.from_dict(stored["options"]))
-        run.finish(stored["result"], cached=True)
-        return run
+        return Run.stored(key, Options.from_dict(stored["options"]), stored["result"],
+                          self.store.get)
 
     def _adopt(self, run_id: str) -> Run | None:
         """The local run following `run_id`, made from the stream's first entry if needed."""

@@ -45,7 +45,8 @@ def _gzip(response: Response) -> None:
 
 
 class BodyCache:
-    """Response bodies kept for reuse: least recently used out first, `max_bytes` in all."""
+    """Response bodies (or other values, each put with its size) kept for reuse: least recently
+    used out first, `max_bytes` in all."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes, self.size = max_bytes, 0
@@ -54,19 +55,30 @@ class BodyCache:
 
     def get(self, key) -> bytes | None:
         with self._lock:
-            body = self._bodies.get(key)
-            if body is not None:
-                self._bodies.move_to_end(key)
-            return body
+            kept = self._bodies.get(key)
+            if kept is None:
+                return None
+            self._bodies.move_to_end(key)
+            return kept[0]
 
-    def put(self, key, body: bytes) -> None:
-        if len(body) > self.max_bytes:
+    def put(self, key, body, size: int | None = None) -> None:
+        size = len(body) if size is None else size
+        if size > self.max_bytes:
             return
         with self._lock:
-            self.size += len(body) - len(self._bodies.pop(key, b""))
-            self._bodies[key] = body
+            self._drop(key)
+            self._bodies[key] = (body, size)
+            self.size += size
             while self.size > self.max_bytes:
-                self.size -= len(self._bodies.popitem(last=False)[1])
+                self.size -= self._bodies.popitem(last=False)[1][1]
+
+    def pop(self, key) -> None:
+        with self._lock:
+            self._drop(key)
+
+    def _drop(self, key) -> None:
+        _, size = self._bodies.pop(key, (None, 0))
+        self.size -= size
 
 
 def register(app: Flask) -> None:

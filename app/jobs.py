@@ -35,6 +35,7 @@ class Run:
         self.result: dict | None = None
         self.message: str | None = None  # why a run failed without any result
         self.cached = False
+        self._load = None  # a stored run's: reads its result again from the server's store
         self.handles: list[Handle] = []
         self.finished: float | None = None
         self.events: list[dict] = []
@@ -49,9 +50,23 @@ class Run:
             self.events.append(event)
             self.changed.notify_all()
 
+    @classmethod
+    def stored(cls, key: str, options: Options, result: dict, load) -> "Run":
+        """A finished run answered from the store: it holds the key, not the result (`load(key)`
+        reads it, from the server's shared cache) nor the source."""
+        run = cls(key, "", options)
+        run._load = load
+        run.finish(result, cached=True)
+        return run
+
+    @property
+    def is_final(self) -> bool:
+        return self.result is not None or self._load is not None
+
     def finish(self, result: dict | None, message: str | None = None,
                cached: bool = False) -> None:
-        self.result, self.message, self.cached = result, message, cached
+        self.result = None if self._load else result
+        self.message, self.cached = message, cached
         error = result.get("error") if result else ErrorKind.SERVER_ERROR.error(message)
         self.status = "failed" if error else "done"
         self.finished = time.monotonic()
@@ -68,6 +83,9 @@ class Run:
 
     def current_result(self) -> dict | None:
         """The result, or while running one built from the records so far (`partial: true`)."""
+        if self._load is not None:
+            stored = self._load(self.key)
+            return stored and stored["result"]
         return self.result if self.result is not None else self.job.partial_result()
 
 
@@ -135,7 +153,7 @@ class Handle:
         seen that result (a cursor for polling, app/transport.py)."""
         if self.detached:
             return "cancelled"
-        return "final" if self.run.result is not None else f"r{self.run.job.version}"
+        return "final" if self.run.is_final else f"r{self.run.job.version}"
 
     def to_json(self, with_result: bool = True) -> dict:
         run = self.run

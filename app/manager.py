@@ -2,7 +2,8 @@
 
 - Each submit gets its own handle (`jobs.Handle`); identical submits (same content key) share one
   run: a new submit joins the run already queued or running, or is answered from the store at
-  once (a cache hit), unless the stored run ended for a transient reason.
+  once (a cache hit, whose handle holds the key: results are read through the store's shared
+  cache, app/results.py), unless the stored run ended for a transient reason.
 - A client (its IP address) may have `per_client` handles queued or running; runs wait in a
   `FairQueue`, so runner threads serve clients in turn.
 - Cancelling a handle detaches it; the run is cancelled only when no live handle is left.
@@ -22,11 +23,13 @@ from compiler_core import (ErrorKind, Options, Worker, empty_result, engine_vers
 from .errors import ApiError
 from .fairqueue import FairQueue
 from .jobs import Handle, Run
+from .results import CachedStore
 from .store import Store, content_key
 
 MAX_QUEUED = 64
 PER_CLIENT = 2
 KEEP_JOBS_S = 3600
+RESULT_CACHE_BYTES = 128 * 1024 * 1024
 PROBE_SOURCE = "# torchbolt's start-up probe: reports the environment\n"
 WARM_CLIENT = "torchbolt warm-up"
 
@@ -42,8 +45,9 @@ def limit_reached(per_client: int) -> ApiError:
 
 class JobManager:
     def __init__(self, store: Store, workers: list[Worker], per_client: int = PER_CLIENT,
-                 max_queued: int = MAX_QUEUED, warm: tuple[str, ...] = ()):
-        self.store = store
+                 max_queued: int = MAX_QUEUED, warm: tuple[str, ...] = (),
+                 cache_bytes: int = RESULT_CACHE_BYTES):
+        self.store = CachedStore(store, cache_bytes)
         version = engine_version()  # part of every content key: an upgrade never serves stale
         self.engine = json.dumps(version, sort_keys=True)
         self.environment: dict = {"torch": version["torch"]}
@@ -83,8 +87,7 @@ class JobManager:
                 stored = self.store.get(key)
                 error = (stored["result"].get("error") or {}).get("type") if stored else None
                 if stored and not ErrorKind.is_transient(error):  # transient: run it again
-                    run = Run(key, source, options)
-                    run.finish(stored["result"], cached=True)
+                    run = Run.stored(key, options, stored["result"], self.store.get)
                     return self._add(Handle(run, client))
             self._admit(client)
             if run is None:

@@ -16,7 +16,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 
-from compiler_core import compress_result, expand_result
+from compiler_core import compress_result
 
 KEY_CHARS = 20  # hex digits of sha256 kept in share links: 80 bits
 
@@ -66,13 +66,9 @@ class Store:
             db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
                        (key, source, json.dumps(options), blob, time.time()))
 
-    def get(self, key: str) -> dict | None:
-        """`{"key", "source", "options", "result"}` or None."""
+    def row(self, key: str) -> tuple[str, dict, bytes] | None:
+        """(source, options, compressed result JSON) or None; `results.CachedStore` reads it."""
         with self._db() as db:
             row = db.execute("SELECT source, options, result FROM results WHERE key = ?",
                              (key,)).fetchone()
-        if row is None:
-            return None
-        source, options, blob = row
-        return {"key": key, "source": source, "options": json.loads(options),
-                "result": expand_result(blob)}
+        return None if row is None else (row[0], json.loads(row[1]), row[2])

@@ -12,7 +12,7 @@ records into the result. It never imports Flask. The CLI is `torchbolt run SCRIP
 
 from .catalogue import catalogue
 from .cluster.client import Broker, BrokerDown
-from .report.stored import compress_result, expand_result
+from .report.stored import compress_result, expand_result, result_json
 from .cluster.protocol import environment_id, environment_identity
 from .cluster.protocol import redact as redact_url
 from .errors import ErrorKind
@@ -59,5 +59,5 @@ __all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "Grap
            "engine_version", "environment_id", "environment_identity", "expand_result",
            "get_example", "graph_view", "limit", "list_examples", "list_gpu_examples",
            "list_lessons", "load_ipython_extension", "placeholder_source", "read_trace_folder",
-           "redact_url", "report_html", "result_index", "sandbox_check", "stage_part",
+           "redact_url", "report_html", "result_index", "result_json", "sandbox_check", "stage_part",
            "trace_result", "unload_ipython_extension"]

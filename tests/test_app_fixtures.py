@@ -23,7 +23,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 @pytest.fixture(scope="session")
 def app(worker, tmp_path_factory):
     app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path_factory.mktemp("store")),
-                      "WARM_FIRST_LESSON": False},  # tests that need it warm it themselves
+                      "WARM_FIRST_LESSON": False,  # tests that need it warm it themselves
+                      "SUBMIT_BURST": 10_000},  # many tests submit from one address
                      workers=[worker])
     app.extensions["torchbolt.jobs"].wait_ready()
     return app

@@ -9,6 +9,7 @@ from compiler_core.report.fxgraph import fx_nodes, parse_type
 from app.graphview import graph_view
 from compiler_core.report.modulegroups import ModuleTree
 from app.store import Store, content_key, is_key
+from compiler_core import expand_result
 
 AOT_TEXT = '''class GraphModule(torch.nn.Module):
     def forward(
@@ -153,7 +154,7 @@ def test_store_round_trip_and_keys(tmp_path):
     key = content_key("print(1)", {"device": "cpu"}, "torch 2.13")
     assert is_key(key) and key != content_key("print(1)", {"device": "cuda"}, "torch 2.13")
     Store(str(tmp_path)).put(key, "print(1)", {"device": "cpu"}, {"compiles": [], "error": None})
-    again = Store(str(tmp_path)).get(key)
-    assert again == {"key": key, "source": "print(1)", "options": {"device": "cpu"},
-                     "result": {"compiles": [], "error": None}}
-    assert Store(str(tmp_path)).get("0" * 20) is None and not is_key("../../etc")
+    source, options, blob = Store(str(tmp_path)).row(key)
+    assert (source, options) == ("print(1)", {"device": "cpu"})
+    assert expand_result(blob) == {"compiles": [], "error": None}
+    assert Store(str(tmp_path)).row("0" * 20) is None and not is_key("../../etc")

@@ -271,7 +271,7 @@ def test_status_answers_at_once_with_200_streams_open(extra_app):
     threading.Thread(target=server.run, daemon=True).start()
     port, local = server.effective_port, app.test_client()
     job = submit(local, endless(), timeout=20)
-    request = f"GET /api/jobs/{job['job']}/events HTTP/1.1\r\nHost: t\r\n\r\n".encode()
+    request = f"GET /api/jobs/{job['job']}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
     sockets, latencies = [], []
 
     def status_latency() -> float:

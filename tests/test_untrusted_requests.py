@@ -224,7 +224,7 @@ def test_a_third_expensive_request_of_a_client_is_a_429(app):
     held = [heavy.acquire(address) for _ in range(2)]  # two layouts under way
     try:
         refused = client_at(app, address).get(graph_url(key))
-        assert_error(refused, 429, "2 graph layouts or reports")
+        assert_error(refused, 429, "2 expensive requests (graph layouts, reports")
         assert refused.headers["Retry-After"]
         assert_error(client_at(app, address).get(f"/api/results/{key}/report.html"), 429)
         assert client_at(app, "10.78.0.2").get(graph_url(key)).status_code == 200  # others may

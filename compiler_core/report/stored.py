@@ -81,5 +81,10 @@ def _skeleton(result: dict) -> dict:
             "truncated": [{"limit": "result_bytes", "message": error["message"]}]}
 
 
+def result_json(blob: bytes) -> bytes:
+    """The stored result's JSON, unparsed: what a server sends on as it is."""
+    return zlib.decompress(blob)
+
+
 def expand_result(blob: bytes) -> dict:
-    return json.loads(zlib.decompress(blob))
+    return json.loads(result_json(blob))

@@ -1,0 +1,57 @@
+"""Only this machine's own pages talk to the server, as Jupyter Server checks them.
+
+DNS rebinding: any web page can point a name of its own (attacker.example) at 127.0.0.1 and then
+talk to a loopback server as a same-origin page. A server without a TOKEN (loopback only) hence
+answers only requests whose `Host` is one of its loopback names (or config ALLOWED_HOSTS); with a
+token, the token is the guard (a room reaches the server by its LAN address).
+
+Every state-changing request (not GET/HEAD/OPTIONS) from a browser must come from this server's
+own page, token or not: `Sec-Fetch-Site` cross-site, `Origin: null` (a sandboxed frame, a file) or
+an `Origin` whose host differs from `Host` is refused. Requests with neither header (curl,
+scripts) pass: browsers always send them on such requests.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import Flask, current_app, request
+
+from .auth import LOOPBACK
+from .errors import ApiError
+
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+
+def host_name(host: str) -> str:
+    """The name of a `Host` value without its port: "[::1]:8000" -> "::1"."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0].lower()
+    return host.rpartition(":")[0].lower() if host.count(":") == 1 else host.lower()
+
+
+def check_host() -> None:
+    allowed = LOOPBACK | set(current_app.config["ALLOWED_HOSTS"])
+    if host_name(request.host) not in allowed:
+        raise ApiError(403, f"this server answers only its own pages: Host {request.host!r} is "
+                            f"not one of its names ({', '.join(sorted(allowed))}); open "
+                            "http://127.0.0.1:PORT/ or start it with --token")
+
+
+def check_same_origin() -> None:
+    if request.method in SAFE_METHODS:
+        return
+    site, origin = request.headers.get("Sec-Fetch-Site"), request.headers.get("Origin")
+    if site == "cross-site":
+        raise ApiError(403, "cross-site request refused: only this server's own page may "
+                            "submit, cancel or upload")
+    if origin is not None and (origin == "null" or urlsplit(origin).netloc.lower()
+                               != request.host.lower()):
+        raise ApiError(403, f"cross-site request refused: Origin {origin!r} is not this "
+                            f"server ({request.host})")
+
+
+def register(app: Flask) -> None:
+    if not app.config.get("TOKEN"):
+        app.before_request(check_host)
+    app.before_request(check_same_origin)
