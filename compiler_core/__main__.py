@@ -23,6 +23,7 @@ from .report.result import build_result
 from .report.static_html import report_html
 from .report.trace_log import placeholder_source, trace_result
 from .supervisor import sandbox
+from .supervisor.buildcache import BuildCache
 from .supervisor.worker import Worker, WorkerError
 
 
@@ -96,9 +97,9 @@ def sandbox_refusal(required: bool) -> str | None:
 def run_script(source: str, path: str, options: Options, fresh_cache: bool = False) -> dict:
     """The result of running the script (its source, its absolute path) in a fresh worker.
     One trusted user's runs share a build cache: kernels built before from the same source are
-    reused (`Worker(cache_dir=...)`), unless `fresh_cache`."""
+    reused (`supervisor/buildcache.py`: per script), unless `fresh_cache`."""
     # One job: a warm-up would only add its own compile.
-    worker = Worker(warm=False, cache_dir=default_cache_dir(), fresh_cache=fresh_cache)
+    worker = Worker(warm=False, build_cache=BuildCache(default_cache_dir(), source, fresh_cache))
     try:
         result = worker.run(source, options, user_file=path, listener=progress)
     except WorkerError as exc:  # the engine itself failed: still one result, with the error

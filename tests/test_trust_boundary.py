@@ -110,6 +110,50 @@ def test_a_later_script_never_runs_what_an_earlier_job_planted(tmp_path):
     assert "PLANTED" not in result["compiles"][0]["stages"]["output_code"]["text"]
 
 
+TAMPER_HEADER = """import os, torch
+f = torch.compile(lambda x: x.cos() + 1)
+print(f(torch.ones(3)).sum().item() > 0)
+for root, _, files in os.walk("/tmp"):
+    for name in files:
+        try:
+            with open(os.path.join(root, name), "ab") as fh:
+                fh.write(b"\\n#error planted\\n")
+        except OSError:
+            pass
+print("tampered")
+"""
+
+
+@sandboxed
+def test_no_job_changes_the_header_every_script_shares(tmp_path):
+    """The precompiled header is the one cache all scripts share: a job that appends to every
+    file it sees under /tmp changes only its own overlay, never the kept header."""
+    run_cli(tmp_path, VICTIM, "--no-measure", "--no-views")
+    header = tmp_path / "cache" / "torchbolt" / "build" / "header"
+    kept = {p: p.read_bytes() for p in header.rglob("*") if p.is_file()}
+    assert any(p.suffix == ".gch" for p in kept), sorted(kept)[:5]
+    proc, result = run_cli(tmp_path, TAMPER_HEADER, "--no-measure", "--no-views")
+    assert proc.returncode == 0 and "tampered" in result["stdout"], proc.stderr
+    assert {p: p.read_bytes() for p in header.rglob("*") if p.is_file()} == kept
+
+
+def test_pruning_keeps_recent_scripts_and_those_a_run_holds(tmp_path):
+    """Old script folders go, least recently run first; a folder a run holds stays."""
+    from compiler_core.supervisor.buildcache import BuildCache
+    caches = [BuildCache(str(tmp_path / "build"), f"print({i})\n") for i in range(4)]
+    for age, cache in enumerate(caches):
+        cache.attach(False)
+        os.utime(os.path.join(cache.scripts, f"{cache.key}.lock"), (age, age))
+        if age:
+            cache.release()  # prunes with the default: all four stay
+    held, oldest_free = caches[0], caches[1]
+    caches[3].prune(keep=1)
+    left = sorted(os.listdir(held.scripts))
+    assert held.key in left and caches[3].key in left, left
+    assert oldest_free.key not in left and caches[2].key not in left, left
+    held.release()
+
+
 # -- 3. every handle costs its client; 4. reads are bounded
 BIG_TEXT_CHARS = 3_000_000
 

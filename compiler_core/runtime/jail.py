@@ -65,14 +65,13 @@ def enter_namespaces() -> None:
             fh.write(text)
 
 
-def mount_job_files(job_dir: str, disk_mb: int,
-                    tmp_view: tuple[str, str, bool] | None = None,
+def mount_job_files(job_dir: str, disk_mb: int, tmp_view: str | None = None,
                     tmp_mounts: tuple[str, ...] = ()) -> None:
     """In the job (PID 1 of its namespace), after it joined its cgroup: its own /proc, one tmpfs
     of `disk_mb` for the job folder, /tmp and /dev/shm, so one size limit covers every file it
     writes, a private read-only /dev (`_private_dev`) and no view of the cgroups
-    (`_hide_cgroups`). `tmp_view` (folder, path in /tmp, writable): a folder shown in the job's
-    /tmp, where Inductor keeps its precompiled headers (see zygote.inductor_tmp_view).
+    (`_hide_cgroups`). `tmp_view`: a folder of the zygote's /tmp shown in the job's
+    (`show_in_tmp`), where Inductor keeps its precompiled headers (zygote.inductor_tmp_view).
     `tmp_mounts`: the zygote's read-only mounts under /tmp (the server's Python in a checkout
     there), bound again inside the job's /tmp, which would hide them."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -81,12 +80,7 @@ def mount_job_files(job_dir: str, disk_mb: int,
     for inner in ("tmp", "shm"):
         os.mkdir(os.path.join(job_dir, inner), 0o700)
     if tmp_view:
-        source, path, writable = tmp_view
-        view = os.path.join(job_dir, "tmp", os.path.basename(path))
-        os.mkdir(view)
-        _mount(source, view, None, MS_BIND | MS_REC)
-        _mount(None, view, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV
-               | (0 if writable else MS_RDONLY))
+        show_in_tmp(job_dir, tmp_view)
     if os.path.isdir("/tmp"):
         handles = [os.open(path, os.O_PATH | os.O_NOFOLLOW) for path in tmp_mounts]
         try:
@@ -99,6 +93,24 @@ def mount_job_files(job_dir: str, disk_mb: int,
                 os.close(fd)
     _private_dev(os.path.join(job_dir, "shm"))
     _hide_cgroups()
+
+
+def show_in_tmp(job_dir: str, path: str) -> None:
+    """The zygote's folder `path` at the same place in the job's /tmp, as an overlay whose
+    changes stay in the job's own files: Inductor takes a lock file beside the header even to
+    read it, and builds a header of its own for other compile flags, yet what the next job sees
+    must stay what the zygote built. A kernel without unprivileged overlays: read-only."""
+    view = os.path.join(job_dir, "tmp", os.path.basename(path))
+    changes = os.path.join(job_dir, "tmp", ".torchbolt-overlay")
+    upper, work = os.path.join(changes, "upper"), os.path.join(changes, "work")
+    for folder in (view, changes, upper, work):
+        os.mkdir(folder, 0o700)
+    try:
+        _mount("overlay", view, "overlay", MS_NOSUID | MS_NODEV,
+               f"lowerdir={path},upperdir={upper},workdir={work}")
+    except OSError:
+        _mount(path, view, None, MS_BIND | MS_REC)
+        _mount(None, view, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")

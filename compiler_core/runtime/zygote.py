@@ -83,21 +83,28 @@ def needs_fresh_process() -> bool:
     return os.environ.get("TORCHBOLT_FRESH_PROCESS") == "1" or torch.cuda.is_available()
 
 
-def inductor_tmp_view(warm_cpu: bool) -> tuple[str, str, bool] | None:
-    """What each job sees of Inductor's default folder (`$TMPDIR/torchinductor_USER`), where its
-    precompiled headers live whatever TORCHINDUCTOR_CACHE_DIR says (`mount_job_files`'s
-    `tmp_view`). The CLI's (TORCHBOLT_HEADER_DIR) is kept from run to run and written by its
-    jobs, as a user's own runs keep theirs: a job's private /tmp made each run build the header
-    again (7.6 s of a 13 s run here). Else, after a CPU warm-up (`warm_cpu`), the zygote's own,
-    read-only: jobs use the header the warm-up built."""
+def inductor_tmp_view(warm_cpu: bool) -> str | None:
+    """Inductor's default folder (`$TMPDIR/torchinductor_USER`, where its precompiled headers
+    live whatever TORCHINDUCTOR_CACHE_DIR says) when jobs should see the zygote's: after a CPU
+    warm-up built the header there, or where it is the CLI's kept one (TORCHBOLT_KEPT_HEADER,
+    buildcache.py). Jobs see it through an overlay (`jail.mount_job_files`)."""
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-    path, kept = default_cache_dir(), os.environ.get("TORCHBOLT_HEADER_DIR")
-    if os.path.dirname(path) != "/tmp":
+    path = default_cache_dir()
+    if os.path.dirname(path) != "/tmp" or not os.path.isdir(path):
         return None
-    if kept:
-        os.makedirs(kept, exist_ok=True)
-        return kept, path, True
-    return (path, path, False) if warm_cpu and os.path.isdir(path) else None
+    return path if warm_cpu or os.environ.get("TORCHBOLT_KEPT_HEADER") == path else None
+
+
+def header_missing() -> bool:
+    """The CLI's kept header folder has none built by this torch's warm-up yet (a later run
+    then skips the warm-up; a job still builds, privately, one for other compile flags)."""
+    kept = os.environ.get("TORCHBOLT_KEPT_HEADER")
+    return bool(kept) and not os.path.exists(_warmed_stamp(kept))
+
+
+def _warmed_stamp(folder: str) -> str:
+    import torch
+    return os.path.join(folder, f"torchbolt-warmed-{torch.__version__}")
 
 
 def _send(sock: socket.socket, message: dict) -> None:
@@ -203,10 +210,13 @@ def zygote_main() -> None:
     os.dup2(2, 1)  # anything torch prints goes to stderr
     started = time.monotonic()
     fresh = needs_fresh_process()
-    # TORCHBOLT_WARM=0: one job (the CLI) on the CPU, which a warm-up would not speed up
-    warm_cpu = not fresh and os.environ.get("TORCHBOLT_WARM") != "0"
+    # TORCHBOLT_WARM=0: one job (the CLI) on the CPU, which a warm-up would not speed up,
+    # unless it builds the header the CLI keeps (the job may not write that)
+    warm_cpu = not fresh and (os.environ.get("TORCHBOLT_WARM") != "0" or header_missing())
     if warm_cpu:
         warm_up("cpu")
+        if header_missing():
+            open(_warmed_stamp(os.environ["TORCHBOLT_KEPT_HEADER"]), "w").close()
     tmp_view = inductor_tmp_view(warm_cpu)
     lock = threading.Lock()
 

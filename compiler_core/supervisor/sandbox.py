@@ -17,12 +17,15 @@ read-only too.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import importlib.util
 import os
+import secrets
 import shutil
 import site
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -33,7 +36,7 @@ NOBODY = 65534
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENGINE_MOUNT = "/opt/torchbolt"
 JOB_DIR = "/job"  # the job's own tmpfs, mounted per job by jail.py
-CACHE_MOUNT = "/opt/torchbolt-cache"  # where jobs see the CLI's build cache (Worker(cache_dir))
+CACHE_MOUNT = "/opt/torchbolt-cache"  # where jobs see their script's build cache (buildcache.py)
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/sys")
 TOOLS = ("cc", "c++", "gcc", "g++", "bwrap")
 PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME",
@@ -126,8 +129,11 @@ def _view_args(writable: tuple[tuple[str, str], ...] = ()) -> list[str]:
                    *(arg for pair in writable for arg in ("--bind", *pair))]
 
 
-def _namespace_args(env: dict[str, str]) -> list[str]:
-    """The zygote's namespaces and its private /tmp, with `tmp_mounts` bound again over it."""
+def _namespace_args(env: dict[str, str], writable: tuple[tuple[str, str], ...],
+                    outer_view: bool) -> list[str]:
+    """The zygote's namespaces and its private /tmp, with what lives under /tmp bound again
+    over it: `tmp_mounts`, and the writable pairs shown there (the CLI's kept header). With
+    `outer_view` (the root case) their source is where the outer bwrap mounted them."""
     args = ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--hostname", "torchbolt", "--uid", str(NOBODY), "--gid", str(NOBODY),
             "--die-with-parent", "--new-session", "--clearenv", "--dev", "/dev", "--proc", "/proc",
@@ -135,6 +141,9 @@ def _namespace_args(env: dict[str, str]) -> list[str]:
             "--remount-ro", "/dev"]  # each job mounts its own /dev over this one (jail.py)
     for path in tmp_mounts():
         args += ["--ro-bind", path, path]
+    for source, dest in writable:
+        if _under_tmp(dest):
+            args += ["--bind", dest if outer_view else source, dest]
     for key, value in {**env, "PYTHONPATH": ENGINE_MOUNT}.items():
         args += ["--setenv", key, value]
     return args
@@ -153,24 +162,56 @@ def bwrap_command(command: list[str], env: dict[str, str],
     one covers /proc with its own, so no job ever sees the host's."""
     bwrap = shutil.which("bwrap") or "bwrap"
     if os.getuid() != 0:
-        return [bwrap, *_view_args(writable), *_namespace_args(env), *command]
+        return [bwrap, *_view_args(writable), *_namespace_args(env, writable, False), *command]
     outer = [bwrap, "--die-with-parent", *_view_args(writable), "--bind", "/proc", "/proc",
              "--cap-add", "CAP_SETUID,CAP_SETGID", "--", shutil.which("setpriv") or "setpriv",
              f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
              "--bounding-set=-all"]
-    inner_binds = [arg for _, dest in writable for arg in ("--bind", dest, dest)]
-    return [*outer, bwrap, "--ro-bind", "/", "/", *inner_binds, *_namespace_args(env), *command]
+    inner_binds = [arg for _, dest in writable if not _under_tmp(dest)
+                   for arg in ("--bind", dest, dest)]
+    return [*outer, bwrap, "--ro-bind", "/", "/", *inner_binds,
+            *_namespace_args(env, writable, True), *command]
+
+
+def jobs_uid(sandboxed: bool) -> int:
+    """Who owns what jobs write on the host: `nobody` for a root server's sandboxed jobs, else
+    this process's user (a user namespace maps it)."""
+    return NOBODY if sandboxed and os.getuid() == 0 else os.getuid()
 
 
 def prepare_cache_dir(path: str, sandboxed: bool) -> str:
-    """The CLI's build cache folder, created if missing; for sandboxed jobs of a root process
-    it is given to the sandbox's `nobody` (jobs write it), everything in it included."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    if sandboxed and os.getuid() == 0:
-        for root, dirs, files in os.walk(path):
-            for name in (root, *(os.path.join(root, n) for n in (*dirs, *files))):
-                os.lchown(name, NOBODY, NOBODY)
+    """A folder jobs write (the CLI's build cache of one script), handed to the jobs' user
+    once, when it is made: never walked or chowned entry by entry as root, which would follow
+    the links a job put there. One of another owner is removed whole and made afresh."""
+    return own_folder(path, jobs_uid(sandboxed))
+
+
+def own_folder(path: str, uid: int) -> str:
+    """`path`, a folder (not a link) of `uid`, mode 0700, in a parent only this user writes;
+    anything else there is moved aside and removed first."""
+    with contextlib.suppress(FileNotFoundError):
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+            return path
+        remove_aside(path)
+    os.mkdir(path, 0o700)
+    if uid != os.getuid():
+        os.lchown(path, uid, uid)  # the new, empty folder only
     return path
+
+
+def remove_aside(path: str) -> None:
+    """Rename `path` to a fresh name, then remove it without following links (rmtree's
+    descriptor walk): a job still writing into it adds nothing where the next run looks."""
+    aside = f"{path}.removed-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(os.lstat(aside).st_mode):
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.unlink(aside)
 
 
 @functools.lru_cache(maxsize=1)

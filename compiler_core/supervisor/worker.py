@@ -33,6 +33,7 @@ import threading
 import time
 
 from . import sandbox
+from .buildcache import BuildCache
 from ..options import Options
 from ..report.records import RecordTail
 from .ending import JobOutcome, job_result, read_capped
@@ -75,7 +76,7 @@ class Worker:
     unsandboxed), True requires it (WorkerError when missing), False never uses it."""
 
     def __init__(self, sandbox: bool | None = None, timing_lock: str | None = None,
-                 warm: bool = True, cache_dir: str | None = None, fresh_cache: bool = False,
+                 warm: bool = True, build_cache: BuildCache | None = None,
                  standbys: int = STANDBYS) -> None:
         """`timing_lock`: a lock file that each job holds, with flock, for its timings only,
         and a GPU job's process for its warm-up: jobs of workers sharing it compile at once but
@@ -83,18 +84,15 @@ class Worker:
         the GPU's own (`gpu_lock_path`), which all workers of this machine share.
         `warm=False`: no CPU warm-up compile in the zygote, which only later jobs gain from (the
         CLI runs one job; its first compile pays what a plain `python script.py` pays).
-        `cache_dir`: a folder of one trusted user's (the CLI's) where jobs keep Inductor's and
-        Triton's build caches from run to run (kernels built from the same source are reused;
-        the caches that would skip code generation stay off, so every stage still appears).
-        Never for a server: there a cache written by one job must not be read by another.
-        `fresh_cache`: jobs build every kernel afresh, as PyTorch's own fresh cache does: the
-        precompiled header in `cache_dir` is still kept (it depends on torch and the compiler).
+        `build_cache`: one trusted user's (the CLI's) kept kernels of this script and the
+        precompiled header (buildcache.py); never for a server, whose jobs must not read what
+        another job wrote.
         `standbys`: where each job gets a fresh process (a GPU machine), how many at most are
         kept warming ahead of the jobs (at least 1)."""
         self.requested_sandbox = sandbox
         self.timing_lock = timing_lock
         self.warm = warm
-        self.cache_dir, self.fresh_cache = cache_dir, fresh_cache
+        self.build_cache = build_cache
         self.sandboxed = False
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -128,12 +126,9 @@ class Worker:
         if not self.warm:
             env["TORCHBOLT_WARM"] = "0"
         writable: tuple[tuple[str, str], ...] = ()
-        if self.cache_dir:  # jobs see it at a path of their own (their /tmp is private)
-            cache = sandbox.prepare_cache_dir(os.path.abspath(self.cache_dir), self.sandboxed)
-            inside = sandbox.CACHE_MOUNT if self.sandboxed else cache
-            writable, env["TORCHBOLT_HEADER_DIR"] = ((cache, inside),), f"{inside}/inductor-tmp"
-            if not self.fresh_cache:
-                env["TORCHBOLT_BUILD_CACHE"] = inside
+        if self.build_cache:
+            writable, kept = self.build_cache.attach(self.sandboxed)
+            env.update(kept)
         command = [sys.executable, "-m", "compiler_core.runtime.zygote"]
         if self.sandboxed:
             command = sandbox.bwrap_command(command, env, writable)
@@ -172,6 +167,8 @@ class Worker:
             self._sock.close()
         with contextlib.suppress(OSError):
             os.remove(self._log_path)
+        if self.build_cache:
+            self.build_cache.release()
 
     def _read_protocol(self, sock: socket.socket) -> None:
         try:
