@@ -27,10 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = (argv[0], argv[1:]) if argv else (None, [])
     if command == "serve":
         from app.__main__ import main as serve
-        return serve(rest) or 0
+        return serve(rest, prog="torchbolt serve") or 0
     if command in ("run", "report", "worker"):
         from compiler_core.__main__ import main as engine
-        return engine([command, *rest])
+        return engine([command, *rest], prog="torchbolt")
     print(USAGE, file=sys.stderr if command not in ("-h", "--help") else sys.stdout, end="")
     return 0 if command in ("-h", "--help") else 2
 

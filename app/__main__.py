@@ -27,8 +27,8 @@ from compiler_core import redact_url as redact
 from .serving import exposure_refusal, make_server, ready_url, sandbox_line, sandbox_state
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m app", description="Serve the torchbolt explorer.")
+def parse_args(argv: list[str] | None = None, prog: str = "python -m app") -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description="Serve the torchbolt explorer.")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1; 0.0.0.0 serves a room)")
     parser.add_argument("--port", type=int, default=8000)
@@ -63,8 +63,8 @@ def worker_slots(broker: str, slots: int) -> subprocess.Popen:
                              str(slots)], env={**os.environ, "TORCHBOLT_BROKER": broker})
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m app") -> None:
+    args = parse_args(argv, prog)
     sandbox = sandbox_state()
     runs_jobs = not args.broker or args.workers > 0  # broker, --workers 0: no job runs here
     refusal = runs_jobs and exposure_refusal(args.host, sandbox, args.unsafe_no_sandbox,

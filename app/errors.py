@@ -8,7 +8,7 @@ whose message names no internals.
 from __future__ import annotations
 
 from flask import Flask, current_app, jsonify, render_template, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from compiler_core import BrokerDown
 
@@ -28,6 +28,15 @@ def _respond(status: int, message: str, headers: dict | None = None):
             headers or {})
 
 
+def body_limit_message() -> str:
+    """Werkzeug's 413 names no limit: say which one this request was over."""
+    limit = request.max_content_length
+    if limit is None:
+        return "the request body is larger than this server accepts"
+    return (f"the request body is larger than this server's limit for {request.path} "
+            f"({limit:,} bytes, {limit / 2**20:g} MiB)")
+
+
 def register(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
@@ -37,6 +46,10 @@ def register(app: Flask) -> None:
     def broker_down(exc: BrokerDown):
         return _respond(503, f"{exc}; results this server has seen are still served; try "
                              "again shortly", {"Retry-After": "5"})
+
+    @app.errorhandler(RequestEntityTooLarge)
+    def body_too_large(exc: RequestEntityTooLarge):
+        return _respond(413, body_limit_message())
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

@@ -27,8 +27,8 @@ from .supervisor.buildcache import BuildCache
 from .supervisor.worker import Worker, WorkerError
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m compiler_core",
+def parse_args(argv: list[str], prog: str = "python -m compiler_core") -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Run a script under torch.compile; capture every stage.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run SCRIPT.py and write the result JSON")
@@ -120,14 +120,16 @@ def trace_dir_result(args: argparse.Namespace) -> tuple[str, dict]:
     return source, result
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m compiler_core") -> int:
+    """`prog`: the command the user typed, named in help and errors (`torchbolt` from the
+    `torchbolt` command)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["worker"]:
         from .cluster import host
         return host.serve(host.parse_args(argparse.ArgumentParser(
-            prog="python -m compiler_core worker",
+            prog=f"{prog} worker",
             description="Run jobs from a Redis broker (see README, Scale out)."), argv[1:]))
-    args = parse_args(argv)
+    args = parse_args(argv, prog)
     try:
         options = from_flags(args)
         if args.command == "report" and args.trace_dir:

@@ -160,6 +160,15 @@ BAD_REQUESTS = [
 ]
 
 
+def test_a_body_over_the_limit_names_the_limit(client):
+    """Werkzeug's own 413 text ("exceeds the capacity limit") names no limit; ours does."""
+    response = client.post("/api/compile", data=json.dumps({"source": "#" * 2_000_000}),
+                           content_type="application/json")
+    assert_error_shape(response, 413)
+    assert "1,048,576 bytes" in response.get_json()["error"]
+    assert "/api/compile" in response.get_json()["error"]
+
+
 @pytest.mark.parametrize("body,status", [(b, s) for _, b, s in BAD_REQUESTS],
                          ids=[name for name, _, _ in BAD_REQUESTS])
 def test_bad_compile_requests(client, body, status):

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from compiler_core.supervisor import sandbox
 from compiler_core.supervisor.buildcache import script_key
 
@@ -60,6 +62,16 @@ def test_cli_rejects_a_missing_script(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "compiler_core", "run", str(tmp_path / "no.py")],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "No such file" in proc.stderr
+
+
+@pytest.mark.parametrize("argv,named", [(["run", "--help"], "usage: torchbolt run"),
+                                        (["run"], "torchbolt run: error"),
+                                        (["serve", "--help"], "usage: torchbolt serve")])
+def test_the_torchbolt_command_names_itself(argv, named):
+    """Help and argument errors name the command the user typed, not `python -m ...`."""
+    proc = subprocess.run([sys.executable, "torchbolt.py", *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert named in proc.stdout + proc.stderr and "python -m" not in proc.stdout + proc.stderr
 
 
 def test_the_build_cache_is_reused_and_hides_no_stage(tmp_path):
