@@ -1,23 +1,42 @@
 #!/usr/bin/env bash
-# Installs what torchbolt needs on a fresh Debian machine (idempotent; fast when already done):
+# Installs what torchbolt needs on a fresh Debian machine (idempotent; seconds when already done):
 # Debian's graphviz (graph layout), chromium (browser tests), bubblewrap (the jobs' sandbox) and
-# redis-server (scale-out, see README; the embedded default needs none),
-# then the Python packages, and torchbolt itself as an editable install (the `torchbolt`
-# command; tests and benchmarks import the packages from this tree).
+# redis-server (scale-out, see README; the embedded default needs none), waiting for another
+# apt's lock rather than failing at once;
+# then this checkout's own virtualenv, .venv (torch 2.13.0, CPU build, ~1.2 GB, and the other
+# requirements; reinstalled only when requirements.txt changes), with torchbolt itself installed
+# editable there (`.venv/bin/torchbolt`): two checkouts never share a Python or a command.
 # Then a second virtualenv with another torch (scripts/second_torch.sh), where test.sh runs the
-# engine tests again; it is rebuilt only when its torch or requirements.txt change.
-# `--no-second-torch` (serve.sh) skips it.
+# engine tests again: ~5.5 GB, outside the checkout so that checkouts share it, holding torch and
+# the requirements only (the tests run this checkout's code from its folder); rebuilt only when
+# its torch or requirements.txt change. `--no-second-torch` (serve.sh) skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+debs=(graphviz chromium bubblewrap util-linux redis-server)
+python3 -c "import ensurepip" 2>/dev/null || debs+=(python3-venv)  # Debian's Python splits it off
 if ! command -v dot >/dev/null || [ ! -x /usr/bin/chromium ] || ! command -v bwrap >/dev/null \
-    || ! command -v setpriv >/dev/null || ! command -v redis-server >/dev/null; then
+    || ! command -v setpriv >/dev/null || ! command -v redis-server >/dev/null \
+    || [ "${#debs[@]}" -gt 5 ]; then
     sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"
-    $sudo_ apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq graphviz chromium bubblewrap util-linux \
-        redis-server >/dev/null
+    wait_lock=(-o DPkg::Lock::Timeout=600)  # another apt or unattended-upgrades may hold it
+    $sudo_ apt-get "${wait_lock[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get "${wait_lock[@]}" install -y -qq "${debs[@]}" \
+        >/dev/null
 fi
-python3 -m pip install -q -r requirements.txt
-python3 -m pip install -q --no-deps --no-build-isolation -e .
+
+. scripts/project_venv.sh
+stamp="$PROJECT_VENV/.torchbolt-installed"
+want="$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
+if [ ! -x "$PROJECT_PYTHON" ]; then
+    echo "setup: building $PROJECT_VENV (torch and the requirements; a minute or two, once)" >&2
+    python3 -m venv "$PROJECT_VENV"
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    "$PROJECT_PYTHON" -m pip install -q --disable-pip-version-check -r requirements.txt
+    "$PROJECT_PYTHON" -m pip install -q --disable-pip-version-check --no-deps \
+        --no-build-isolation -e .
+    echo "$want" > "$stamp"
+fi
 
 [ "${1:-}" = "--no-second-torch" ] && exit 0
 . scripts/second_torch.sh
@@ -26,12 +45,14 @@ others="$(grep -v -E '^(torch|triton)==' requirements.txt | sed -e 's/#.*//' -e 
 stamp="$SECOND_TORCH_VENV/.torchbolt-installed"
 want="torch==$SECOND_TORCH triton$SECOND_TRITON numpy $(echo "$others" | sha256sum | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "setup: building $SECOND_TORCH_VENV (torch $SECOND_TORCH; a few minutes, once)" >&2
+    echo "setup: building $SECOND_TORCH_VENV (torch $SECOND_TORCH, ~5.5 GB; a few minutes, once)" >&2
     rm -rf "$SECOND_TORCH_VENV"
     python3 -m venv "$SECOND_TORCH_VENV"
-    "$SECOND_TORCH_VENV/bin/pip" install -q "torch==$SECOND_TORCH" "triton$SECOND_TRITON" numpy \
-        -r <(echo "$others")
+    "$SECOND_TORCH_VENV/bin/pip" install -q --disable-pip-version-check "torch==$SECOND_TORCH" \
+        "triton$SECOND_TRITON" numpy -r <(echo "$others")
     echo "$want" > "$stamp"
 fi
-# This checkout's torchbolt (its `torchbolt` command) in that venv too: a fresh clone's own.
-"$SECOND_TORCH_VENV/bin/pip" install -q --no-deps --no-build-isolation -e .
+# Shared by checkouts: no checkout's torchbolt is installed there (an older set-up did).
+if [ -n "$(ls "$SECOND_TORCH_VENV"/lib/python3*/site-packages/ | grep -i '^__editable__.*torchbolt\|^torchbolt' || true)" ]; then
+    "$SECOND_TORCH_VENV/bin/pip" uninstall -q -y torchbolt
+fi

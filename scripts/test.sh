@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what it needs, then runs pytest (exit 5, no tests, fails too);
-# then the engine tests again under the second torch (scripts/second_torch.sh), in its venv.
+# The whole test suite: installs what it needs (scripts/setup.sh), then runs pytest in this
+# checkout's venv (exit 5, no tests, fails too); then the engine tests again under the second
+# torch (scripts/second_torch.sh), in its venv. About 25 minutes on 2 cores once set up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-python3 -m pytest tests -q -p no:cacheprovider "$@"
+. scripts/project_venv.sh
+"$PROJECT_PYTHON" -m pytest tests -q -p no:cacheprovider "$@"
 
 # The engine under the second torch: capture, every stage, the report and the CLI (no browser
 # suites: the page does not depend on torch). Add a test file here when it covers the engine.
 # Left out there: the standby interpreters and the CLI's build cache (torchbolt's process model,
-# the same in any torch; together ~3 of its ~7 minutes).
+# the same in any torch; together ~3 of its ~7 minutes). `python -m pytest` from this folder
+# runs this checkout's code (none is installed in that shared venv).
 ENGINE_TESTS=(tests/test_engine_gallery.py tests/test_lesson_claims.py tests/test_engine_errors.py
               tests/test_cli.py tests/test_report.py tests/test_result_records.py
               tests/test_provenance.py tests/test_graph_breaks.py tests/test_teaching_capture.py

@@ -45,8 +45,8 @@ def groups_input_checks(torch_version: str) -> bool:
 
 
 def spawn(command: list[str], log: str, broker: str) -> subprocess.Popen:
-    # No PYTHONPATH: the venv's `torchbolt` command runs the torchbolt installed there (setup.sh
-    # installs this checkout into it), as on a worker host.
+    # From this checkout's folder: `python -m` runs its packages (nothing of torchbolt is
+    # installed in the shared second venv).
     return subprocess.Popen(command, cwd=ROOT, env={**os.environ, "TORCHBOLT_BROKER": broker},
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -83,8 +83,8 @@ def fleet(tmp_path_factory):
     web = free_port()
     procs = [spawn([sys.executable, "-m", "compiler_core", "worker", "--device", "cpu"],
                    f"{folder}/worker-main.log", redis.url),
-             spawn([os.path.join(os.path.dirname(venv_python), "torchbolt"), "worker",
-                    "--device", "cpu"], f"{folder}/worker-second.log", redis.url),
+             spawn([venv_python, "-m", "compiler_core", "worker", "--device", "cpu"],
+                   f"{folder}/worker-second.log", redis.url),
              spawn([sys.executable, "-m", "app", "--port", str(web), "--workers", "0"],
                    f"{folder}/web.log", redis.url)]
     try:
