@@ -106,3 +106,18 @@ def test_the_torchbolt_command_has_serve_and_run():
     serve = subprocess.run([command, "serve", "--help"], capture_output=True, text=True,
                            timeout=60)
     assert serve.returncode == 0 and "--port" in serve.stdout, serve.stderr
+
+
+def test_the_checkouts_venv_runs_this_checkouts_torchbolt():
+    """scripts/setup.sh installs into the checkout's own .venv, never the system Python: its
+    `torchbolt` command runs this checkout's code, whichever checkout set up last elsewhere."""
+    venv = os.path.join(ROOT, ".venv")
+    if not os.path.isdir(venv):
+        pytest.skip("scripts/setup.sh has not built this checkout's .venv")
+    code = "import torchbolt, compiler_core, app; print(torchbolt.__file__, compiler_core.__file__, app.__file__)"
+    out = subprocess.run([os.path.join(venv, "bin", "python"), "-c", code], cwd="/",
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert all(path.startswith(ROOT + os.sep) for path in out.stdout.split()), out.stdout
+    with open(os.path.join(venv, "bin", "torchbolt")) as fh:
+        assert fh.readline().strip() == f"#!{venv}/bin/python"
