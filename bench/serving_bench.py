@@ -1,5 +1,5 @@
 """Serving benchmark: `python bench/serving_bench.py [--out bench/results/serving_cpu.json]
-[--users 50] [--hostile 5] [--repeats 5] [--mix-hostile 10]`.
+[--users 50] [--hostile 5] [--repeats 5] [--mix-hostile 10] [--parts room,mix,sandbox]`.
 
 (A) A meetup room: a real server in this process (`create_app` with one default, i.e. sandboxed,
     worker behind waitress from `app.serving.make_server`, 127.0.0.1, any free port). All users
@@ -343,14 +343,22 @@ def main() -> None:
     parser.add_argument("--hostile", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--mix-hostile", type=int, default=len(HOSTILE) + len(BOUNDARY))
+    parser.add_argument("--parts", default="room,mix,sandbox",
+                        help="which of (A) room, (C) mix and (B) sandbox to run (default: all)")
     args = parser.parse_args()
     if not 0 <= args.hostile <= min(args.users, len(HOSTILE)) or args.users > 240 \
             or not 0 < args.mix_hostile <= min(args.users, len(HOSTILE) + len(BOUNDARY)):
         parser.error(f"--hostile must be 0..{len(HOSTILE)} and at most --users (<= 240)")
-    report = {"machine": machine(), "repeats": args.repeats,
-              "a_room": bench_room(args.users, args.hostile),
-              "c_hostile_mix": bench_hostile_mix(args.users, args.mix_hostile),
-              "b_sandbox_on_vs_off": bench_sandbox(args.repeats)}
+    parts = {"room": ("a_room", lambda: bench_room(args.users, args.hostile)),
+             "mix": ("c_hostile_mix", lambda: bench_hostile_mix(args.users, args.mix_hostile)),
+             "sandbox": ("b_sandbox_on_vs_off", lambda: bench_sandbox(args.repeats))}
+    chosen = args.parts.split(",")
+    if not set(chosen) <= set(parts):
+        parser.error(f"--parts: a comma-separated list of {', '.join(parts)}")
+    report = {"machine": machine(), "repeats": args.repeats}
+    for name in chosen:
+        key, run = parts[name]
+        report[key] = run()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump(report, fh, indent=2)
