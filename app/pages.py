@@ -22,7 +22,9 @@ def boot_data(share: dict | None = None) -> dict:
         "gallery": [{"slug": e.slug, "title": e.title, "teaches": e.teaches, "source": e.source}
                     for e in list_examples()],
         "lessons": [{"slug": example.slug, "concept": lesson.concept,
-                     "explanation": lesson.explanation} for lesson, example in list_lessons()],
+                     "explanation": lesson.explanation,
+                     "steps": [{"text": step.text, "scene": step.scene()} for step in lesson.steps]}
+                    for lesson, example in list_lessons()],
         "catalogue": catalogue(),
         "share": share,
     }

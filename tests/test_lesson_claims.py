@@ -11,8 +11,13 @@ from __future__ import annotations
 import pytest
 
 from compiler_core import Options, list_lessons
+from compiler_core.gallery import get_example
 
 LESSONS = {example.slug: lesson for lesson, example in list_lessons()}
+
+
+def line_of(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(source.split("\n"), 1) if text in line)
 
 
 def compiles(result) -> dict:
@@ -105,10 +110,26 @@ def test_lesson_fusion(lesson):
     compiled = result["compiles"][0]
     kernels = [k["name"] for k in compiled["kernels"]]
     assert any(name.startswith("extern_kernels.") for name in kernels)  # library calls
-    fused = [name for name in kernels if name.startswith("cpp_fused")]
-    assert fused and any("gelu" in name for name in fused)
+    generated = [name for name in kernels if name.startswith("cpp_fused")]
+    (norm,) = [name for name in generated if "layer_norm" in name]
+    (gelu,) = [name for name in generated if "gelu" in name]
     assert len(kernels) < compiled["census"]["post_grad_graph"]["ops"]  # a handful of kernels
-    assert "library calls" in text
+    # the scheduler's fusion log: the LayerNorm's nodes fused pair by pair into one kernel ...
+    decisions = compiled["fusion"]["decisions"]
+    source = get_example("mlp_fusion").source
+    fused = [d for d in decisions if d["fused"]]
+    assert len(fused) >= 2 and {d["kernel"] for d in fused} == {norm}
+    assert {line for d in fused for line in d["lines"]} == {line_of(source, "self.norm(x)")}
+    # ... the residual add is refused: the matmuls lie between it and the LayerNorm
+    residual = line_of(source, "return x + self.fc2(h)")
+    refusals = [d for d in decisions if residual in d["lines"]]
+    assert refusals and all((d["fused"], d["kernels"][0], d["reason"]) == (
+        False, norm, "intermediate nodes between node1 & node2") for d in refusals)
+    # no decision names the GELU or a library call
+    assert not any(gelu in d["kernels"] or any(str(k).startswith("extern_kernels.")
+                                               for k in d["kernels"]) for d in decisions)
+    assert "library calls" in text and '"intermediate nodes between node1 & node2"' in text
+    assert "No decision names the GELU" in text
 
 
 def test_lesson_export_beside_the_jit(lesson):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from compiler_core import list_examples, list_lessons
+from compiler_core import catalogue, list_examples, list_lessons
 from compiler_core.gallery.lessons import LESSONS
 
 pytest_plugins = ["test_app_fixtures"]
@@ -33,9 +33,21 @@ def test_each_lesson_explains_itself_briefly():
         assert lesson.explanation.rstrip().endswith((".", ")")), lesson.concept
 
 
+def test_each_step_sets_stages_the_engine_has():
+    """The browser test (test_presenter_browser.py) checks each scene on screen; an unknown
+    stage would be dropped there as a share link's would, so it is caught here by name."""
+    stages = {stage["name"] for stage in catalogue()["stages"]}
+    for lesson, _ in list_lessons():
+        for step in lesson.steps:
+            assert {pane.stage for pane in step.panes} <= stages, step.text
+            assert all(pane.diff in (None, *range(len(step.panes))) for pane in step.panes)
+
+
 def test_the_page_boots_with_the_lessons_in_order(client):
     html = client.get("/").get_data(as_text=True)
     boot = json.loads(re.search(r'<script type="application/json" id="boot">(.*?)</script>', html, re.S)[1])
     assert [(x["slug"], x["concept"]) for x in boot["lessons"]] == \
         [(example.slug, lesson.concept) for lesson, example in list_lessons()]
     assert all(x["explanation"] for x in boot["lessons"])
+    assert [[step["scene"]["panes"][0]["stage"] for step in x["steps"]] for x in boot["lessons"]] == \
+        [[step.panes[0].stage for step in lesson.steps] for lesson, _ in list_lessons()]

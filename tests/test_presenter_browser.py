@@ -10,6 +10,7 @@ Screenshots go to test-artifacts/presenter_*.png.
 from __future__ import annotations
 
 import contextlib
+import re
 
 import pytest
 
@@ -68,17 +69,71 @@ def lesson_state(page):
     }""")
 
 
+# What a lesson step's scene puts on screen, measured in the page: each pane's compile, stage,
+# view and diff side; the run panel's tab; whether each spot the text points at (spots.js's
+# table) and each UI label the text quotes is visible in the window, not only in the DOM.
+SCENE_SHOWN = """async ([spots, quoted]) => {
+    const { SPOTS } = await import('/static/js/spots.js');
+    // Inside the window and every box that clips it (its top 20 px for a tall element).
+    const shown = (el) => { const r = el?.getBoundingClientRect();
+        if (!r?.width || !r.height || getComputedStyle(el).visibility === 'hidden') return false;
+        const bottom = r.height > innerHeight / 3 ? r.top + 20 : r.bottom;
+        const within = (b) => r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1 && bottom <= b.bottom + 1;
+        const clips = [];
+        for (let a = el.parentElement; a; a = a.parentElement) if (getComputedStyle(a).overflow !== 'visible') clips.push(a);
+        return within({ left: 0, top: 0, right: innerWidth, bottom: innerHeight })
+            && clips.every((a) => within(a.getBoundingClientRect())); };
+    const label = (el) => (el.tagName === 'SELECT' ? el.selectedOptions[0]?.text ?? '' : el.textContent);
+    const leaves = [...document.querySelectorAll('#workspace *')].filter((el) => !el.closest('#lesson')
+        && el.tagName !== 'OPTION' && (el.tagName === 'SELECT' || !el.children.length));
+    const tab = document.querySelector('[role=tab][aria-selected=true]').dataset.tab;
+    return {
+        panes: [...document.querySelectorAll('.pane')].map((p) => ({
+            compile: p.querySelector('.pane-compile').value, stage: p.dataset.stage,
+            view: p.dataset.view, diff: p.dataset.diff ?? '' })),
+        tab, tabShown: shown(document.querySelector(`.tab-panel.${tab}`)),
+        spots: Object.fromEntries(spots.map((name) => [name, shown(document.querySelector(SPOTS[name]))])),
+        quoted: Object.fromEntries(quoted.map((term) => [term,
+            leaves.some((el) => label(el).includes(term) && shown(el))])),
+    };
+}"""
+
+
+def check_scene(page, step):
+    """The step's scene is on screen: panes, tab, spots and every “quoted” UI label."""
+    quoted = re.findall("“(.+?)”", step.text)
+    shown = page.evaluate(SCENE_SHOWN, [list(step.spots), quoted])
+    sides = {pane.diff for pane in step.panes if pane.diff is not None}
+    for index, (want, got) in enumerate(zip(step.panes, shown["panes"], strict=True)):
+        assert (got["compile"], got["stage"]) == (want.compile, want.stage), (index, got)
+        assert want.view is None or got["view"] == want.view, (index, got)
+        assert got["diff"] == ("new" if want.diff is not None else "old" if index in sides else ""), got
+    assert shown["tab"] == step.tab and shown["tabShown"], shown
+    assert all(shown["spots"].values()) and all(shown["quoted"].values()), (step.text, shown)
+
+
+def walk(lessons):
+    """(lesson number, step number, step) through every lesson's steps, in order."""
+    return [(index, number, step) for index, (lesson, _) in enumerate(lessons)
+            for number, step in enumerate(lesson.steps)]
+
+
 @pytest.mark.parametrize("width,height", [(1280, 720), (1920, 1080)])
 def test_a_speaker_walks_every_lesson_in_presenter_mode(browser, live_server, width, height):
+    """Each step of each lesson sets its scene once the lesson's result is shown, and what its
+    text names is on screen; Next (a click, or Alt+N) goes through the steps, then on."""
     lessons = list_lessons()
+    path = walk(lessons)
     seen = []
     with opened(browser, f"{live_server}/?present=1", width, height) as page:  # opens on lesson 1
         assert page.locator(".pane").count() == 2
         assert page.get_attribute("#present", "aria-pressed") == "true"
         assert "mode: default" in page.inner_text("#options [name=mode]")  # a labelled menu
-        for index in range(len(lessons)):
-            page.wait_for_selector(FINISHED, timeout=180_000)
+        for at, (index, number, step) in enumerate(path):
+            page.wait_for_selector(f"body[data-scene='{lessons[index][0].slug} {number}']",
+                                   timeout=180_000)
             page.wait_for_function(NOTHING_LOADING, timeout=30_000)
+            check_scene(page, step)
             state = lesson_state(page)
             assert state["step"] == f"Lesson {index + 1} of {len(lessons)}"
             assert state["overflow"] <= 0, state
@@ -87,16 +142,16 @@ def test_a_speaker_walks_every_lesson_in_presenter_mode(browser, live_server, wi
             assert not state["backticks"], state  # `code` is shown as code
             seen.append((tuple(state["next"]), tuple(state["previous"])))
             if width == 1280:
-                shot(page, f"presenter_lesson_{index + 1}")
-            if index + 1 == len(lessons):
+                shot(page, f"presenter_lesson_{index + 1}_{number + 1}")
+            if at + 1 == len(path):
                 break
             if width == 1280:
                 page.click(".lesson-next")
             else:
-                page.keyboard.press("Alt+KeyN")  # the key for the next lesson
-            page.wait_for_selector(f".lesson-step:text('Lesson {index + 2} of')")
+                page.keyboard.press("Alt+KeyN")  # the key for the next step
         page.keyboard.press("Alt+KeyP")
-        page.wait_for_selector(f".lesson-step:text('Lesson {len(lessons) - 1} of')")
+        index, number, _ = path[-2]
+        page.wait_for_selector(f"body[data-scene='{lessons[index][0].slug} {number}']")
     assert len(set(seen)) == 1, seen  # Next and Previous never move
 
 
@@ -140,7 +195,8 @@ def test_an_edit_marks_the_result_stale_and_an_example_clears_it(browser, live_s
 
 
 def test_a_failed_guard_is_reachable_and_the_diff_ends_with_its_lesson(browser, live_server):
-    recompile = [example.slug for _, example in list_lessons()].index("recompile_on_shape_change")
+    lessons = list_lessons()
+    recompile = [example.slug for _, example in lessons].index("recompile_on_shape_change")
     with opened(browser, f"{live_server}/?example=print_graph_break&present=1") as page:
         page.click("#gallery-button")
         page.click("#gallery-menu [data-lesson=recompile_on_shape_change]")
@@ -154,9 +210,9 @@ def test_a_failed_guard_is_reachable_and_the_diff_ends_with_its_lesson(browser, 
         assert page.evaluate("""() => { const style = (sel) => getComputedStyle(document.querySelector(sel));
             return style('.tb-failed').outlineStyle === 'dashed' && style('.tb-diff-new').outlineStyle !== 'dashed'; }""")
         shot(page, "presenter_failed_guard")
-        page.click(".lesson-next")
-        page.wait_for_selector(f".lesson-step:text('Lesson {recompile + 2} of')")
-        page.wait_for_selector("#run[data-status=done]", timeout=180_000)
+        for _ in lessons[recompile][0].steps:  # its steps diff guards, then graphs; then lesson 3
+            page.click(".lesson-next")
+        page.wait_for_selector(f"body[data-scene='{lessons[recompile + 1][1].slug} 0']", timeout=180_000)
         assert page.locator(".cm-line.tb-diff-old, .cm-line.tb-diff-new").count() == 0
         assert [page.input_value(f"{pane(page, i)} .pane-diff") for i in range(2)] == ["", ""]
 
@@ -167,7 +223,9 @@ def test_timings_say_in_words_what_they_measured(browser, live_server, compiled)
         page.select_option(f"{pane(page, 1)} .pane-stage", "timings")
         page.wait_for_selector(f"{pane(page, 1)} .pane-body[data-ready]")
         verdict = page.inner_text(f"{pane(page, 1)} .speed-verdict")
-        assert verdict.split(":")[0] in ("Faster", "Slower", "Can't tell on this machine"), verdict
+        timed, said = verdict.split(": ", 1)  # what was timed, then the verdict
+        assert timed == job["result"]["timings"][0]["timed"], verdict
+        assert said.startswith(("compiled is about", "compiled is slower", "can't tell")), verdict
         terms = page.eval_on_selector_all(f"{pane(page, 1)} abbr.term", "(els) => els.map((e) => [e.textContent, e.title])")
         assert {"IQR", "busy", "speed-up"} <= {word for word, _ in terms} and all(title for _, title in terms)
         page.locator(f"{pane(page, 1)} .ytitle").scroll_into_view_if_needed()
@@ -198,3 +256,45 @@ def test_the_smaller_things_a_room_noticed(browser, live_server, compiled):
         assert folded[:2] == ["once\n", False]
         assert "timing replays printed 3 lines — not your script's output" in folded[2]
         assert "the first 2 of 3 lines" in folded[2]
+
+
+def slide(page):
+    """The layout a share link should carry, as the page shows it."""
+    return page.evaluate("""() => ({
+        panes: [...document.querySelectorAll('.pane')].map((p) => [p.querySelector('.pane-compile').value,
+            p.dataset.stage, p.dataset.view, p.querySelector('.pane-diff').value]),
+        tab: document.querySelector('[role=tab][aria-selected=true]').dataset.tab,
+        present: document.documentElement.hasAttribute('data-present'),
+    })""")
+
+
+def test_a_share_link_reopens_the_slide_in_a_fresh_browser(browser, live_server, compiled):
+    job = compiled(BREAK)
+    with opened(browser, f"{live_server}/r/{job['key']}") as page:
+        page.keyboard.press("Alt+KeyM")  # presenter mode: two panes
+        page.select_option(f"{pane(page, 0)} .pane-compile", "1/0")
+        page.select_option(f"{pane(page, 1)} .pane-stage", "guards")
+        page.click(f"{pane(page, 1)} .segmented button:has-text('Tree')")
+        page.select_option(f"{pane(page, 1)} .pane-diff", "0")
+        page.click("[data-tab=breaks]")
+        page.wait_for_function(NOTHING_LOADING)
+        before = slide(page)
+        page.click("#share")
+        page.wait_for_function("document.getElementById('toast').textContent.includes('/r/')")
+        link = page.inner_text("#toast").split("Share link copied: ")[1]
+    assert before == {"panes": [["1/0", "dynamo_graph", "text", "1"], ["0/0", "guards", "text", "0"]],
+                      "tab": "breaks", "present": True}
+    with opened(browser, link) as page:  # no settings, no draft: only the link
+        page.wait_for_function(NOTHING_LOADING)
+        assert slide(page) == before
+        assert page.locator(".cm-line.tb-diff-new").count()  # diffed, as it was
+        assert page.is_visible(".tab-panel.breaks .break-card")
+        shot(page, "share_link_slide")
+    hostile = (f"{live_server}/r/{job['key']}#pane=9/9,%3Cimg%3E,graph,7&pane=0/0,guards,nope,1"
+               "&pane=1/0,kernels,text&pane=x&tab=%3Cscript%3E&present=yes&more=1")
+    with opened(browser, hostile) as page:  # four panes: the panes are ignored, like the rest
+        assert slide(page) == {"panes": [["0/0", "dynamo_graph", "text", ""], ["0/0", "kernels", "text", ""]],
+                               "tab": "compiles", "present": False}
+    with opened(browser, f"{live_server}/r/{job['key']}#pane=9/9,%3Cimg%3E,graph,7&pane=1/0,guards,nope,0") as page:
+        # each field on its own: an unknown compile, stage, view or diff leaves the pane's default
+        assert slide(page)["panes"] == [["0/0", "dynamo_graph", "graph", "1"], ["1/0", "guards", "grouped", "0"]]

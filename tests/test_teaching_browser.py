@@ -1,13 +1,17 @@
 """Teaching views in the browser (issue 11): panes as a diff, a recompile's failed guard, folded
-and symbolic guards, the lesson path on a first visit, error messages and long paths."""
+and symbolic guards, a recompile's gutter mark and the summary strip, the lesson path on a first
+visit, error messages and long paths."""
 
 from __future__ import annotations
 
 import time
 
+import pytest
+
 from compiler_core import get_example, list_lessons
 from test_browser import (  # noqa: F401 (page: a fixture)
-    open_page, page, pane, run_script, shot)
+    gutter_line, open_page, page, pane, run_script, shot)
+from test_presenter_browser import opened
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -97,6 +101,30 @@ def test_a_recompile_diffs_against_the_compile_it_replaced(page, live_server, co
     page.wait_for_selector(f"{pane(page, 1)} .cm-line.tb-diff-new")
 
 
+@pytest.mark.parametrize("present", ["0", "1"])
+def test_a_recompile_is_marked_at_its_call_and_summed_up_under_the_top_bar(browser, live_server,
+                                                                           compiled, present):
+    job = compiled(RECOMPILE, device="cpu", measure=False)  # the test above's run
+    (recompile,) = job["result"]["recompiles"]
+    call = next(i for i, text in enumerate(RECOMPILE.split("\n"), 1) if "randn(4, 16)" in text)
+    assert recompile["line"] == call
+    with opened(browser, f"{live_server}/r/{job['key']}?present={present}") as page:  # 1280x720
+        strip = page.locator("#summary")
+        assert strip.inner_text() == f"2 graphs, 0 breaks, 1 recompile (l.{call}: x.size()[0] changed: 8 -> 4)"
+        assert page.evaluate("""() => { const s = document.querySelector('#summary'), r = s.getBoundingClientRect();
+            return r.top >= 0 && r.bottom <= innerHeight && r.right <= innerWidth && s.scrollWidth <= s.clientWidth; }""")
+        reason = page.locator(".between.recompile code")
+        assert reason.inner_text() == "x.size()[0] changed: 8 -> 4"
+        assert "tensor 'x' size mismatch at index 0. expected 8, actual 4" in reason.get_attribute("title")
+        strip.locator(".line-link").click()  # selects the call's line, scrolled into view
+        assert page.evaluate("document.querySelector('#editor .cm-activeLine').textContent") == \
+            RECOMPILE.split("\n")[call - 1]
+        assert gutter_line(page, "cm-lint-marker-info") == call
+        page.hover("#editor .cm-lint-marker-info")
+        assert "Recompile (0/1): x.size()[0] changed: 8 -> 4" in page.wait_for_selector(".cm-tooltip-lint").inner_text()
+        shot(page, f"recompile_gutter_summary_present{present}")
+
+
 def test_long_paths_are_shown_short_with_the_full_path_on_hover(page, live_server, compiled):
     job = compiled(LINEAR, device="cpu", measure=False)
     prims = job["result"]["compiles"][0]["stages"]["prims"]["text"]
@@ -109,10 +137,10 @@ def test_long_paths_are_shown_short_with_the_full_path_on_hover(page, live_serve
     assert "# File: torch/_prims_common/wrappers.py:" in text and "site-packages" not in text
     short = page.evaluate("""async () => {
         const { shortPaths } = await import('/static/js/paths.js');
-        const text = '# File: /tmp/torchbolt-job-k2x9/job/main.py:12 in f, code: y = x';
+        const text = '# File: /tmp/torchbolt-job-k2x9/job/main.py:12 in f, code: y = x # /job/main.py:3';
         return shortPaths(text).map(({ from, to, hide }) => text.slice(from + hide, to));
     }""")
-    assert short == ["main.py"]  # a temporary folder's script: its name
+    assert short == ["main.py", "main.py"]  # a temporary folder's script, a sandboxed one: its name
 
 
 def test_an_error_message_keeps_its_line_breaks_and_links(page, live_server):
@@ -137,9 +165,10 @@ def test_a_first_visit_opens_on_the_first_lesson_with_its_result(page, app, live
     assert page.text_content(".run-status").startswith("done Loaded from the store")
     card = page.inner_text("#lesson")
     assert f"Lesson 1 of {len(lessons)}" in card and lessons[0][0].concept in card
-    assert "class GraphModule" in page.inner_text(f"{pane(page, 0)} .cm-content")  # no empty pane
+    page.wait_for_selector(f"body[data-scene='{lessons[0][1].slug} 0']")  # its first step's panes
+    assert "def f(x: Tensor)" in page.inner_text(f"{pane(page, 0)} .cm-content")  # jit.trace's code
     assert not page.locator(".pane .empty").count()
-    assert page.get_attribute(".lesson-next", "title") == f"{lessons[1][0].concept} (Alt+N)"
+    assert page.get_attribute(".lesson-next", "title") == f"Step 2 of {len(lessons[0][0].steps)} (Alt+N)"
     page.click("#gallery-button")
     assert page.locator("#gallery-menu [data-lesson]").all_inner_texts()[0].startswith(
         f"1. {lessons[0][0].concept}")

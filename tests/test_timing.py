@@ -145,6 +145,27 @@ def test_grad_mode_and_backward_follow_the_script(result):
     assert (training["grad_mode"], training["mode"]) == ("grad", "forward+backward")
     assert (inference["grad_mode"], inference["mode"]) == ("no_grad", "call")
     assert training["correctness"]["ok"] is True
+    assert training["timed"] == "Forward and backward (grad mode)"
+    assert inference["timed"] == "Inference (forward, no_grad)"
+    (mlp,) = timings_of(result, "mlp")  # called in grad mode, never backward
+    assert (mlp["mode"], mlp["timed"]) == ("call", "Forward (grad mode, no backward)")
+
+
+# slug -> what its timings' headline names: the script's calls as they ran
+HEADLINED = {"inference_no_grad": "Inference (forward, no_grad)",
+             "training_step": "Forward and backward (grad mode)",
+             "mlp_fusion": "Forward (grad mode, no backward)"}
+
+
+@pytest.mark.parametrize("slug", HEADLINED)
+def test_the_headline_names_the_series_the_script_ran(gallery_results, slug):
+    """No headline for a series the script never ran: the MLP block's parameters require grad
+    but the script never calls backward, so its forward is timed alone (it was timed forward
+    and backward before); the training step's loss.backward() is timed with its forward."""
+    timings = gallery_results[slug]["timings"]
+    assert timings and [t["timed"] for t in timings] == [HEADLINED[slug]] * len(timings)
+    backward = HEADLINED[slug].startswith("Forward and backward")
+    assert all(t["mode"] == ("forward+backward" if backward else "call") for t in timings)
 
 
 def test_per_kernel_rows_name_the_compiled_cpp_kernels(result):
@@ -335,7 +356,7 @@ def test_each_call_is_timed_as_it_ran_whatever_branch_its_values_take(replayed):
     gates = timings_of(replayed, "Gate")
     assert [t.get("error") for t in gates] == [None] * 4, gates
     assert [t["grad_mode"] for t in gates] == ["grad", "grad", "no_grad", "no_grad"]
-    assert [t["mode"] for t in gates] == ["forward+backward"] * 2 + ["call"] * 2
+    assert [t["mode"] for t in gates] == ["call"] * 4  # the script never calls backward
     assert all(t["correctness"]["ok"] is True for t in gates)
     assert all(t["e2e"]["warm"]["speedup"]["median"] > 0 for t in gates)
 

@@ -62,6 +62,29 @@ def test_cuda_fusions_end_in_triton_kernels_with_their_lines(worker):
     assert "fusion" not in result["stderr"]
 
 
+def test_the_fusion_lessons_mlp_block_has_its_decisions_on_cuda(worker):
+    """The gallery's MLP block on CUDA (seen on the H200, torch 2.11, default mode): the
+    LayerNorm's Welford reductions and normalisation fuse into one Triton kernel, the residual
+    add is refused ("intermediate nodes between node1 & node2"), and no decision names the GELU
+    kernel: the matmuls are extern calls, which the scheduler never pairs."""
+    from compiler_core.gallery import get_example
+    source = get_example("mlp_fusion").source
+    result = worker.run(source, STAGES_ONLY, user_file="mlp_fusion_gpu.py")
+    assert result["error"] is None, result["error"]
+    compiled = result["compiles"][0]
+    names = [k["name"] for k in compiled["kernels"]]
+    (norm,) = [name for name in names if "layer_norm" in name]
+    (gelu,) = [name for name in names if "gelu" in name]
+    decisions = compiled["fusion"]["decisions"]
+    fused = [d for d in decisions if d["fused"]]
+    assert fused and {d["kernel"] for d in fused} == {norm}, decisions
+    assert {line for d in fused for line in d["lines"]} == {line_of(source, "self.norm(x)")}
+    residual = [d for d in decisions if line_of(source, "return x + self.fc2(h)") in d["lines"]]
+    assert residual and all(d["reason"] == "intermediate nodes between node1 & node2"
+                            for d in residual), decisions
+    assert not any(gelu in d["kernels"] for d in decisions)
+
+
 def test_cuda_training_step_saves_mm_and_recomputes_sin(worker):
     result = worker.run(TRAINING, STAGES_ONLY, user_file="training_gpu.py")
     assert result["error"] is None, result["error"]

@@ -1,5 +1,6 @@
 """The lesson path: the gallery examples in the order of the "graph mode" lecture, one per
-concept, each with a short explanation of what it shows and where to look on the page.
+concept, each explained in steps: a passage of text and the scene it talks about (the panes,
+the run panel's tab, what to scroll into view), which the page sets as the speaker steps through.
 
 A lesson names its example by slug; a lesson whose example is missing is left out, so the
 path only ever lists scripts that exist.
@@ -7,73 +8,148 @@ path only ever lists scripts that exist.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from . import Example, list_examples
+
+
+@dataclass(frozen=True)
+class Pane:
+    """A pane of a scene: one stage of a compile ("0/1") or of a program ("trace-0", "export-0")."""
+    compile: str
+    stage: str
+    view: str | None = None  # "text", "graph", "grouped" ...; None: the stage's first view
+    diff: int | None = None  # the pane this one is diffed against (changed lines marked)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A passage of a lesson's text and the scene it talks about, which the page sets once the
+    lesson's result is shown: two panes, the run panel's tab, and `spots`, the things the text
+    points at (named in static/js/spots.js), scrolled into view and outlined. A UI label the
+    text names is in “quotes”; the browser test finds each one on screen."""
+    text: str
+    panes: tuple[Pane, Pane]
+    tab: str = "compiles"  # the run panel's: compiles, calls, breaks, output
+    spots: tuple[str, ...] = ()
+
+    def scene(self) -> dict:
+        return {"panes": [asdict(pane) for pane in self.panes], "tab": self.tab,
+                "spots": list(self.spots)}
 
 
 @dataclass(frozen=True)
 class Lesson:
     concept: str
     slug: str  # the gallery example it runs
-    explanation: str
+    steps: tuple[Step, ...]  # Next / Previous go through them before the next lesson
+
+    @property
+    def explanation(self) -> str:
+        return " ".join(step.text for step in self.steps)
 
 
 LESSONS = (
-    Lesson("Tracing vs scripting vs Dynamo", "trace_script_compile",
-           "torch.jit.trace records the ops one input happened to run, so an `if` on a tensor "
-           "is baked in (and it warns); torch.jit.script compiles the Python source itself and "
-           "keeps both branches as prim::If. Dynamo reads the bytecode as it runs: it captures "
-           "everything up to the `if`, breaks the graph there, lets Python decide the branch, "
-           "and traces the branch taken into a second graph. Open \u201cjit.trace\u201d and "
-           "\u201cjit.script\u201d in the compile picker beside the Dynamo graphs."),
-    Lesson("Guards and recompiles", "recompile_on_shape_change",
-           "Each compiled graph is stored with guards: checks on its inputs (shapes, dtypes, "
-           "globals) that must hold for the graph to be reused. The second call has another "
-           "batch size, so a size guard fails and Dynamo compiles again, now with the size "
-           "as a symbol. Click \u201c\u21c6 guards\u201d or \u201c\u21c6 graphs\u201d on the "
-           "recompile row: the failed guard is marked in 0/0's guards."),
-    Lesson("Graph breaks and resume functions", "print_graph_break",
-           "Dynamo cannot put print() into a graph, so it ends the graph before it, runs the "
-           "print in plain Python, and continues in a generated resume function "
-           "(torch_dynamo_resume_in_f_at_N) that it compiles as a new frame, 1/0. The gutter "
-           "mark and the Graph breaks tab give PyTorch's reason and its GB code."),
-    Lesson("The guard cache serves later calls", "dynamic_shapes",
-           "A compile is paid once; later calls only run the guards of the cache entries and "
-           "jump to the compiled code of the first entry whose guards hold. With dynamic=True "
-           "the sizes are symbols, and the symbolic guards (Guards stage) say which shapes "
-           "this graph accepts. The script calls it again with (4, 16) and (100, 32): the "
-           "Calls tab shows both calls as hits of 0/0, and there is still one compile."),
-    Lesson("IR narrowing: Torch IR \u2192 ATen \u2192 Core ATen \u2192 prims", "softmax_layernorm",
-           "Dynamo's graph holds two torch-level calls (softmax, layer_norm). Core ATen, the "
-           "fixed operator set a backend must support, keeps both as single operators "
-           "(_softmax, native_layer_norm): that view stays small. Inductor decomposes further "
-           "with its own table, so the ATen graph it received (AOT inference) is already "
-           "reductions and pointwise math, and prims go below even that. The ops line under "
-           "each compile counts the nodes of each graph."),
-    Lesson("A custom backend receives the FX graph", "custom_backend",
-           "A backend is any function taking the FX GraphModule Dynamo captured and example "
-           "inputs, and returning something callable. This one prints the graph's nodes (the "
-           "Output tab) and runs the graph as captured: the Dynamo stages are there, and no "
-           "AOTAutograd or Inductor stages follow, since neither ran."),
-    Lesson("Fusion", "mlp_fusion",
-           "Inductor keeps the matrix multiplies as library calls and fuses the pointwise work "
-           "around them (bias, GELU, residual add) into a few generated loops, so the "
-           "intermediate tensors never travel through memory. Compare the post-grad graph's "
-           "nodes with the handful of kernels in the Kernels stage."),
-    Lesson("Export (AOT) beside the JIT", "export_vs_compile",
-           "torch.compile is just in time: it captures graphs as the code runs, guarded for the "
-           "inputs it saw, and may split a function at graph breaks. torch.export (ahead of "
-           "time) captures the whole function as one graph with its signature (parameters "
-           "become inputs) and the range of each dynamic size, or fails. Open "
-           "\u201cexport\u201d in the compile picker beside the compile's Dynamo graph."),
-    Lesson("JIT vs AOT: AOTInductor beside torch.compile", "jit_vs_aot",
-           "torch.compile is just in time: the first call traces, compiles and runs, inside "
-           "Python (its Generated code is a Python wrapper). AOTInductor compiles the exported "
-           "program ahead of time into a package: a C++ wrapper and its kernels, built into a "
-           "shared library. Loading the package and its first call cost less than the JIT's "
-           "first call: no start-up latency, no Python. Open \u201cexport\u201d in the picker: "
-           "its AOTInductor stages and the measured JIT vs AOT table."),
+    Lesson("Tracing vs scripting vs Dynamo", "trace_script_compile", (
+        Step("torch.jit.trace records the ops one input happened to run, so an `if` on a tensor "
+             "is baked in, and it warns (the TracerWarning under \u201cOutput\u201d); "
+             "torch.jit.script compiles the Python source itself and keeps both branches (its "
+             "`if` is a prim::If). The panes show \u201cjit.trace\u201d and \u201cjit.script\u201d.",
+             (Pane("trace-0", "torchscript_code"), Pane("script-1", "torchscript_code")),
+             tab="output", spots=("stderr",)),
+        Step("Dynamo reads the bytecode as it runs: it captures everything up to the `if` (0/0), "
+             "breaks the graph there, lets Python decide the branch, and traces the branch taken "
+             "into a second graph, 1/0.",
+             (Pane("0/0", "dynamo_graph"), Pane("1/0", "dynamo_graph")), spots=("graph_break",)),
+    )),
+    Lesson("Guards and recompiles", "recompile_on_shape_change", (
+        Step("Each compiled graph is stored with guards: checks on its inputs (shapes, dtypes, "
+             "globals) that must hold for the graph to be reused; 0/0's \u201cGuards\u201d "
+             "check the exact sizes of x.",
+             (Pane("0/0", "guards"), Pane("0/0", "dynamo_graph"))),
+        Step("The second call has another batch size, so a size guard fails and Dynamo compiles "
+             "again (the recompile row). Its \u201c\u21c6 guards\u201d diffs 0/0's guards with "
+             "0/1's: the failed guard is marked.",
+             (Pane("0/0", "guards", "text"), Pane("0/1", "guards", "text", diff=0)),
+             spots=("recompile", "failed_guard")),
+        Step("Its \u201c\u21c6 graphs\u201d diffs the two graphs: 0/0's constant 8 is a size "
+             "symbol in 0/1, so later batch sizes reuse it.",
+             (Pane("0/0", "dynamo_graph", "text"), Pane("0/1", "dynamo_graph", "text", diff=0)),
+             spots=("recompile",)),
+    )),
+    Lesson("Graph breaks and resume functions", "print_graph_break", (
+        Step("Dynamo cannot put print() into a graph, so it ends the graph before it (0/0), runs "
+             "the print in plain Python, and continues in a generated resume function "
+             "(torch_dynamo_resume_in_f_at_N) that it compiles as a new frame, 1/0.",
+             (Pane("0/0", "dynamo_graph"), Pane("1/0", "dynamo_graph")), spots=("graph_break",)),
+        Step("The gutter mark at the print and the \u201cGraph breaks\u201d tab give PyTorch's "
+             "reason and its GB code.",
+             (Pane("0/0", "dynamo_graph"), Pane("1/0", "dynamo_graph")), tab="breaks",
+             spots=("break_mark", "break_card")),
+    )),
+    Lesson("The guard cache serves later calls", "dynamic_shapes", (
+        Step("A compile is paid once; later calls only run the guards of the cache entries and "
+             "jump to the compiled code of the first entry whose guards hold. With dynamic=True "
+             "the sizes are symbols, and the symbolic \u201cGuards\u201d say which shapes this "
+             "graph accepts.",
+             (Pane("0/0", "guards"), Pane("0/0", "dynamo_graph"))),
+        Step("The script calls it again with (4, 16) and (100, 32): \u201cCalls\u201d lists both "
+             "as hits of 0/0, and there is still one compile.",
+             (Pane("0/0", "guards"), Pane("0/0", "dynamo_graph")), tab="calls", spots=("calls",)),
+    )),
+    Lesson("IR narrowing: Torch IR \u2192 ATen \u2192 Core ATen \u2192 prims", "softmax_layernorm", (
+        Step("Dynamo's graph holds two torch-level calls (softmax, layer_norm). \u201cCore "
+             "ATen\u201d, the fixed operator set a backend must support, keeps both as single "
+             "operators (_softmax, native_layer_norm): that view stays small.",
+             (Pane("0/0", "dynamo_graph"), Pane("0/0", "core_aten"))),
+        Step("Inductor decomposes further with its own table, so the ATen graph it received "
+             "(\u201cAOT inference\u201d) is already reductions and pointwise math, and "
+             "\u201cPrims\u201d go below even that. The ops line under the compile counts the "
+             "nodes of each graph.",
+             (Pane("0/0", "aot_inference"), Pane("0/0", "prims")), spots=("census",)),
+    )),
+    Lesson("A custom backend receives the FX graph", "custom_backend", (
+        Step("A backend is any function taking the FX GraphModule Dynamo captured and example "
+             "inputs, and returning something callable. This one prints the graph's nodes "
+             "(\u201cOutput\u201d) and runs the graph as captured.",
+             (Pane("0/0", "dynamo_graph"), Pane("0/0", "guards")), tab="output",
+             spots=("stdout",)),
+        Step("The compile's row lists its Dynamo stages, and no AOTAutograd or Inductor stages "
+             "follow, since neither ran: there are no \u201cKernels\u201d.",
+             (Pane("0/0", "dynamo_graph"), Pane("0/0", "kernels")), spots=("compile_row",)),
+    )),
+    Lesson("Fusion", "mlp_fusion", (
+        Step("Inductor keeps the matrix multiplies as library calls and generates loops for the "
+             "LayerNorm, the GELU and the residual add. Compare the \u201cInductor post-grad "
+             "graph\u201d's nodes with the handful of \u201cKernels\u201d.",
+             (Pane("0/0", "post_grad_graph"), Pane("0/0", "kernels")), spots=("kernel_list",)),
+        Step("Under each kernel, the scheduler's fusion log says why: the LayerNorm's nodes share "
+             "data and fused into one kernel; the residual add was refused, \"intermediate nodes "
+             "between node1 & node2\" (the matmuls). No decision names the GELU: the scheduler "
+             "never offers a library call for fusion, on CPU or CUDA. With "
+             "mode=\"max-autotune\" on a GPU the matmul is a Triton template and the GELU fuses "
+             "into it.",
+             (Pane("0/0", "post_grad_graph"), Pane("0/0", "kernels")), spots=("kernel_list",)),
+    )),
+    Lesson("Export (AOT) beside the JIT", "export_vs_compile", (
+        Step("torch.compile is just in time: it captures graphs as the code runs, guarded for the "
+             "inputs it saw, and may split a function at graph breaks. torch.export (ahead of "
+             "time) captures the whole function as one graph with its signature (parameters "
+             "become inputs) and the range of each dynamic size, or fails. The panes show "
+             "\u201cexport\u201d beside the compile's \u201cDynamo graph\u201d.",
+             (Pane("export-0", "exported_program"), Pane("0/0", "dynamo_graph"))),
+    )),
+    Lesson("JIT vs AOT: AOTInductor beside torch.compile", "jit_vs_aot", (
+        Step("torch.compile is just in time: the first call traces, compiles and runs, inside "
+             "Python (its \u201cGenerated code\u201d is a Python wrapper). AOTInductor compiles "
+             "the exported program ahead of time into a package: a C++ wrapper and its kernels, "
+             "built into a shared library.",
+             (Pane("0/0", "output_code"), Pane("export-0", "aoti_wrapper"))),
+        Step("Loading the package and its first call cost less than the JIT's first call: no "
+             "start-up latency, no Python. The measured \u201cJIT vs AOT\u201d table sits "
+             "above the package's stages.",
+             (Pane("0/0", "output_code"), Pane("export-0", "aoti_kernels")), spots=("aoti_table",)),
+    )),
 )
 
 

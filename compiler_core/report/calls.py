@@ -1,7 +1,7 @@
 """`result["calls"]`: the calls timeline, one entry per call of a compiled callable in the order
 the script made them (the job's `call` records, see `runtime/calls.py` for what each field
 means and where it comes from), with the reason of each recompile from PyTorch's
-`recompile_reasons`.
+`recompile_reasons` (report/recompile_reasons.py): in one line, and whole.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from __future__ import annotations
 def calls(records: list[dict], recompiles: list[dict]) -> list[dict]:
     names = {r["meta"]["index"]: r["meta"]["name"] for r in records
              if r["name"] == "compiled_callable"}
-    reasons: dict[str, list[str]] = {}
+    reasons: dict[str, list[dict]] = {}
     for recompile in recompiles:
-        previous = f"{recompile['previous']}: " if recompile["previous"] else ""
-        reasons.setdefault(recompile["compile_id"], []).append(previous + recompile["reason"])
+        reasons.setdefault(recompile["compile_id"], []).append(recompile)
     out = []
     for record in records:
         if record["name"] != "call":
@@ -21,5 +20,13 @@ def calls(records: list[dict], recompiles: list[dict]) -> list[dict]:
         meta = record["meta"]
         reason = reasons.get(meta["compile_id"]) if meta["outcome"] == "recompile" else None
         out.append({**meta, "name": names.get(meta["callable"]),
-                    "reason": "\n".join(reason) if reason else None})
+                    "reason": _stated(reason) if reason else None,
+                    "summary": reason[0]["summary"] if reason else None})
     return out
+
+
+def _stated(recompiles: list[dict]) -> str:
+    """The reasons as PyTorch states them, each after the entry it names (`0/0: ...`), the
+    user's paths as the script's name."""
+    return "\n".join(f"{r['previous']}: {r['detail']}" if r["previous"] else r["detail"]
+                      for r in recompiles)

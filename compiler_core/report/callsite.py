@@ -10,7 +10,7 @@ script called it.
 
 from __future__ import annotations
 
-from .stages.common import is_user_file
+from .stages.common import is_int, is_user_file
 
 # Dynamo's wrapper of a compiled nn.Module's `__call__`: the frame it intercepts for one.
 MODULE_WRAPPER = ("torch/_dynamo/external_utils.py", "inner")
@@ -19,6 +19,14 @@ MODULE_WRAPPER = ("torch/_dynamo/external_utils.py", "inner")
 def _dynamo_stack(group) -> list[dict]:
     start = group.first("dynamo_start")
     return start["meta"].get("stack", []) if start else []
+
+
+def _def_line(frame: dict, bytecode: dict | None) -> int | None:
+    """The frame's `def` line where the bytecode hook found one for the same code (the line
+    Dynamo gives is the first decorator's: runtime/def_lines.py), else the line as given."""
+    meta = bytecode["meta"] if bytecode else {}
+    same = (meta.get("filename"), meta.get("line")) == (frame["filename"], frame["line"])
+    return meta["def_line"] if same and is_int(meta.get("def_line")) else frame["line"]
 
 
 def frame_of(group) -> dict:
@@ -36,6 +44,7 @@ def frame_of(group) -> dict:
     else:
         return {"name": None, "filename": None, "line": None, "qualname": None}
     qualname = bytecode["meta"].get("qualname") if bytecode else None
+    found["line"] = _def_line(found, bytecode)
     nodes = group.first("fx_nodes")
     root = nodes["meta"].get("root_module") if nodes else None
     if root and (found["filename"] or "").endswith(MODULE_WRAPPER[0]) \

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..limits import LIMITS, limit
 from .calls import calls
 from .callsite import frame_of, user_line
-from . import names
+from . import names, recompile_reasons
 from .census import census
 from .conform import conform
 from .stages import EXTRACTORS, export, metrics, torchscript, triton_ir, why_gpu
@@ -214,8 +214,8 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     part("kernel_profile", lambda: note_kernel_profile(compiles, records), None)
     stage_errors += [_stage_error(None, r["meta"]) for r in records  # run-level steps: timings,
                      if r["name"] == "stage_error" and r["compile_id"] is None]  # GPU preview
-    recompile_list = part("recompiles", lambda: with_failed_guards(recompiles(records),
-                                                                     compiles), [])
+    recompile_list = part("recompiles", lambda: recompile_reasons.annotate(
+        with_failed_guards(recompiles(records), compiles), records, compiles, user_file), [])
     result = {
         "version": RESULT_VERSION,
         "environment": part("environment", lambda: dict(_first_meta(records, "environment")

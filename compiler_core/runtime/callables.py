@@ -3,7 +3,8 @@ compiled callable with the arguments of its calls (so eager and compiled can be 
 
 A recorded call keeps a snapshot of its arguments as they were when the call began (same
 values, sizes, strides and storage offset, so the compiled callable's guards pass again) and the
-grad mode it ran in: timing replays exactly the call that ran, not one like it.
+grad mode it ran in, and whether the script ran backward through the outputs of a call of that
+signature: timing replays exactly the call that ran, not one like it.
 
 The real `torch.compile` still does all the work; the wrapper only fills defaults and listens.
 """
@@ -11,16 +12,18 @@ The real `torch.compile` still does all the work; the wrapper only fills default
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 from ..report.records import RecordWriter
 from .calls import CallTimeline
 
 MAX_SIGNATURES = 4  # distinct argument signatures kept per callable
+ARGUMENT_CHARS = 80  # of each argument's description in a call record
 
 
 @dataclass
@@ -28,6 +31,20 @@ class RecordedCall:
     args: tuple
     kwargs: dict
     grad_mode: str  # "grad", "no_grad" or "inference_mode"
+    backward: bool = False  # the script ran backward through the outputs of a call like it
+
+
+def watch_backward(call: RecordedCall | None, out) -> None:
+    """Marks `call` once the script's backward reaches one of `out`'s tensors: a hook on each
+    output that requires grad (`Tensor.register_hook`; it leaves the gradient as it is)."""
+    if call is None or call.backward:
+        return
+
+    def ran(_grad):
+        call.backward = True
+    for leaf in tree_flatten(out)[0]:
+        if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+            leaf.register_hook(ran)
 
 
 def grad_mode_now() -> str:
@@ -74,6 +91,17 @@ def describe(value) -> str:
     return type(value).__name__
 
 
+def named_arguments(entry: CompiledCallable, args: tuple, kwargs: dict) -> dict[str, str]:
+    """The call's arguments by parameter name (a module's `forward`'s), each described and cut
+    to `ARGUMENT_CHARS`; none when they do not bind (the call itself will say why)."""
+    target = entry.original.forward if entry.kind == "module" else entry.original
+    try:
+        bound = inspect.signature(target).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return {}
+    return {name: describe(value)[:ARGUMENT_CHARS] for name, value in bound.arguments.items()}
+
+
 def user_line(user_file: str) -> int | None:
     """The line of the user's script the innermost frame of it is at (the call site)."""
     frame = sys._getframe(1)
@@ -90,6 +118,7 @@ class CompileRecorder:
         self.writer, self.defaults, self.user_file = writer, defaults, user_file
         self.timeline = timeline  # told where each call begins and ends
         self.callables: list[CompiledCallable] = []
+        self._open: list[RecordedCall | None] = []  # the recorded calls under way, innermost last
         self.real_compile = torch.compile  # the real one, also for timing's own compiles
 
     def install(self) -> None:
@@ -116,7 +145,8 @@ class CompileRecorder:
             entry.hooks = [
                 compiled.register_forward_pre_hook(
                     lambda _mod, args, kw: self._record_call(entry, args, kw), with_kwargs=True),
-                compiled.register_forward_hook(lambda *_: self._call_ended(), always_call=True)]
+                compiled.register_forward_hook(lambda _mod, _args, out: self._call_ended(out),
+                                               always_call=True)]
             return compiled
 
         @functools.wraps(compiled)
@@ -124,10 +154,12 @@ class CompileRecorder:
             if torch.compiler.is_compiling():  # called from inside another compiled region:
                 return compiled(*args, **kw)   # let Dynamo inline it, as without torchbolt
             self._record_call(entry, args, kw)
+            out = None
             try:
-                return compiled(*args, **kw)
+                out = compiled(*args, **kw)
+                return out
             finally:
-                self._call_ended()
+                self._call_ended(out)
         return call
 
     def remove_hooks(self) -> None:
@@ -140,19 +172,31 @@ class CompileRecorder:
                 hook.remove()
             entry.hooks = []
 
-    def _call_ended(self) -> None:
+    def _call_ended(self, out) -> None:
+        """`out`: the call's outputs (None when it raised)."""
+        watch_backward(self._open.pop() if self._open else None, out)
         if self.timeline:
             self.timeline.end()
 
     def _record_call(self, entry: CompiledCallable, args: tuple, kwargs: dict) -> None:
         if self.timeline:
-            self.timeline.begin(entry.index, user_line(self.user_file))
+            self.timeline.begin(entry.index, user_line(self.user_file),
+                                lambda: named_arguments(entry, args, kwargs))
         signature = tuple(describe(a) for a in args) + tuple(
             f"{k}={describe(v)}" for k, v in kwargs.items())
-        if signature in entry.signatures or len(entry.signatures) >= MAX_SIGNATURES:
-            return
+        self._open.append(self._recorded(entry, signature, args, kwargs))
+
+    def _recorded(self, entry: CompiledCallable, signature: tuple, args: tuple,
+                  kwargs: dict) -> RecordedCall | None:
+        """The recorded call of `signature`, recorded now if it is new; None past
+        `MAX_SIGNATURES`."""
+        if signature in entry.signatures:
+            return entry.calls[entry.signatures.index(signature)]
+        if len(entry.signatures) >= MAX_SIGNATURES:
+            return None
         entry.signatures.append(signature)
         entry.calls.append(RecordedCall(tree_map(snapshot, args), tree_map(snapshot, kwargs),
                                         grad_mode_now()))
         self.writer.emit("compiled_call", None, None, callable=entry.index,
                          arguments=list(signature))
+        return entry.calls[-1]

@@ -1,6 +1,6 @@
 """The guard cache at work: each call the script makes to a compiled callable, and which of
 Dynamo's cache entries served it. One `call` record per call, in order:
-`{"callable", "line", "outcome", "compile_id", "entries"}`.
+`{"callable", "line", "arguments", "outcome", "compile_id", "entries"}`.
 
 Where the facts come from (torch 2.11-2.13):
 - the compiles a call started: the structured trace's `dynamo_start` events that arrived while
@@ -11,6 +11,9 @@ Where the facts come from (torch 2.11-2.13):
   `_debug_get_cache_entry_list(code)` is the one that ran, with its `compile_id`. The code
   object is the one Dynamo intercepted for the callable (the bytecode hook's, see
   `CaptureSession.codes`): the function's own, or `forward` for a module.
+
+`arguments`: the call's arguments by parameter name, described as `compiled_call` records do
+(`{"x": "float32[4] cpu", "k": "2"}`), the names Dynamo's guards give the frame's locals.
 
 Outcome: `compile` when the call's first new entry is the first of its frame (`N/0`),
 `recompile` when its frame had entries before (`N/k`, k > 0: guards failed, or a resume
@@ -54,13 +57,15 @@ class CallTimeline:
         self.own_code: dict[int, object] = {}  # callable index -> the code Dynamo intercepts
         self.count = 0
 
-    def begin(self, callable_index: int, line: int | None) -> None:
+    def begin(self, callable_index: int, line: int | None, arguments) -> None:
+        """`arguments()`: the call's arguments by name, asked for only when the call is
+        recorded (a recompile's reason names a changed argument, not its new value)."""
         recording = self.session.recording and self.count < MAX_CALLS
         if recording and self.count == MAX_CALLS - 1:
             self.session.writer.emit("note", None, None, text=(
                 f"The calls timeline lists the first {MAX_CALLS} calls of compiled callables."))
         self.count += recording
-        self.open.append({"callable": callable_index, "line": line,
+        self.open.append({"callable": callable_index, "line": line, "arguments": arguments(),
                           "start": len(self.session.started)} if recording else None)
 
     def end(self) -> None:

@@ -29,6 +29,7 @@ from torch._inductor.custom_graph_pass import CustomGraphPass
 from ..report.records import RecordWriter
 from ..report.trace_log import TraceConverter
 from . import line_owners, why_logs
+from .def_lines import def_line
 from .views import module_stack, node_table, root_module, trace_views
 
 IR_LOGGERS = {
@@ -118,6 +119,7 @@ def bytecode_hook(session: CaptureSession):
         session.writer.emit("bytecode", current_compile_id(), None,
                     name=code.co_name, qualname=getattr(code, "co_qualname", code.co_name),
                     filename=code.co_filename, line=code.co_firstlineno,
+                    def_line=def_line(code, session.user_file),
                     original=_dis_text(code), transformed=_dis_text(new_code),
                     original_source=_decompile(code), transformed_source=_decompile(new_code))
         return None

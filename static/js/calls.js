@@ -30,6 +30,6 @@ export function renderCalls(panel, result, { onCompile, onLine }) {
       h("span", { class: `outcome ${call.outcome}` }, call.outcome),
       call.compile_id ? h("button", { class: "compile-id", title: "Show this entry in every pane" }, call.compile_id) : null,
       others.length ? h("small", { class: "call-entries" }, ` + ${others.join(", ")}`) : null,
-      call.reason ? h("div", { class: "call-reason" }, call.reason) : null);
+      call.reason ? h("div", { class: "call-reason", title: call.reason }, call.summary ?? call.reason) : null);
   })));
 }

@@ -38,7 +38,7 @@ function guardItem(guard, failedBy, onLine) {
     h("span", { class: "guard-kind" }, guard.kind),
     guard.kind === "TENSOR_MATCH" ? tensorChips(guard.code) : null,
     guard.line ? lineLink(guard.line, onLine) : null,
-    failedBy ? h("span", { class: "chip failed", title: failedBy.map((r) => r.reason).join("\n") },
+    failedBy ? h("span", { class: "chip failed", title: failedBy.map((r) => r.detail ?? r.reason).join("\n") },
       `failed → recompiled as ${failedBy.map((r) => r.compile_id).join(", ")}`) : null,
     h("code", { class: "guard-code" }, guard.code));
 }

@@ -10,9 +10,12 @@ import { configureStages } from "./stages.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
 import { chosenEnvironment, environmentLabel, mountEnvironmentPicker, otherEnvironment, runIn } from "./environments.js";
 import { Lessons } from "./lessons.js";
+import { applyLayout, checkLayout, currentLayout, layoutFragment, parseFragment } from "./layout.js";
+import { Spotlight } from "./spots.js";
 import { buildMenu, compareWith } from "./menu.js";
 import { diffRuns } from "./compare.js";
 import { buildOptions, labelOptions, setOptions as setFormOptions } from "./toolbar.js";
+import { recompileMarks, showSummary } from "./recompiles.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const $ = (selector) => document.querySelector(selector);
@@ -51,8 +54,9 @@ function showUserLine(line) {
   selectLine(editor, line);
 }
 
+const spotlight = new Spotlight($("#left"));
 const panes = new Panes($("#panes"), settings, {
-  onUserLine: showUserLine, onChange: persist, onTexts: () => recolorEditor(),
+  onUserLine: showUserLine, onChange: persist, onTexts: () => { recolorEditor(); spotlight.reveal(); },
   optionLabel: (name) => boot.catalogue.options.find((o) => o.name === name)?.label ?? name,
   onRunWith: (name) => { setOptions({ [name]: true }); persist(); compile(); },
 });
@@ -65,7 +69,32 @@ const run = new RunPanel($("#run"), settings, {
 
 const lessons = new Lessons($("#lesson"), $("#gallery-menu"), boot, {
   onOpen: (source) => { setDoc(editor, source); compile(); },
+  onScene: () => showScene(),
 });
+
+// The open lesson step's scene (lessons.py) once its lesson's result is shown: the panes and tab
+// checked like a share link's, then the spots its text names; body[data-scene] once all are in view.
+function showScene() {
+  const scene = lessons.scene();
+  delete document.body.dataset.scene;
+  if (!scene || !panes.result || current?.source !== lessons.example(lessons.current).source) {
+    return spotlight.clear();
+  }
+  applyLayout(checkLayout(scene, panes.result), { panes, run });
+  syncToggles();
+  recolorEditor();
+  spotlight.show(scene.spots, () => { document.body.dataset.scene = scene.id; });
+}
+
+// A share link's layout (its fragment, checked against the shared result), presenter mode included.
+function showSharedLayout(hash, result) {
+  const layout = checkLayout(parseFragment(hash), result);
+  if (layout.present !== null) settings.present = layout.present;
+  applyLayout(layout, { panes, run });
+  syncToggles();
+  applyLook();
+  recolorEditor();
+}
 
 function recolorEditor() {
   const lines = settings.colorLines ? panes.userLines() : new Set();
@@ -98,7 +127,8 @@ function showResult(result, key) {
   }
   run.setResult(result);
   panes.setResult(result, key, current?.id ? { job: current.id } : key ? { key } : null);
-  setMarks(editor, result ? marksFor(result) : []);
+  setMarks(editor, result ? [...marksFor(result), ...recompileMarks(result)] : []);
+  showSummary($("#summary"), result, showUserLine);
   recolorEditor();
   markStale();
   if (result?.environment?.torch) showEnvironment(result.environment);
@@ -122,6 +152,7 @@ function forgetResult() {
   previous?.stop?.();
   const cancelled = previous?.id && !previous.finished ? api.cancel(previous.id).catch(() => {}) : null;
   run.reset();
+  spotlight.clear();
   showResult(null, null);
   $("#cancel").hidden = true;
   $("#share").disabled = $("#download").disabled = true;
@@ -151,6 +182,7 @@ function showJob(data, final) {
     timing.full = performance.now() - timing.submit;
     run.finish({ status: data.status, cached: data.cached, error: data.result?.error }, timing.full / 1000);
     finishJob(data.key);
+    showScene();
   }
 }
 
@@ -278,9 +310,10 @@ function share() {
           + "share the result of the code as it was", 6000);
     return;
   }
-  const url = `${location.origin}/r/${current.key}`;
+  const layout = `#${layoutFragment(currentLayout(settings))}`; // the slide as it is shown
+  const url = `${location.origin}/r/${current.key}${layout}`;
   copyText(url, `Share link copied: ${url}`);
-  history.replaceState(null, "", pageUrl(`/r/${current.key}`));
+  history.replaceState(null, "", pageUrl(`/r/${current.key}`) + layout);
 }
 
 // ---------------------------------------------------------------- toolbar
@@ -383,6 +416,7 @@ if (boot.share) {
   showResult(boot.share.result, boot.share.key);
   run.finish({ status: boot.share.result.error ? "failed" : "done", cached: true,
                error: boot.share.result.error }, null);
+  if (location.hash) showSharedLayout(location.hash, boot.share.result);
   $("#share").disabled = $("#download").disabled = !boot.share.key;
 }
 if (embedded) { // a static report: the result only, nothing to run

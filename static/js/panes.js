@@ -75,6 +75,14 @@ export class Panes {
     this.render();
   }
 
+  // A layout's panes (layout.js), each {compile, stage?, view, diff}; their count with them.
+  setLayout(states) {
+    states.forEach((state, i) => Object.assign(this.settings.panes[i], state));
+    if (states.length !== this.settings.paneCount) return this.setCount(states.length);
+    this.onChange();
+    this.render();
+  }
+
   showCompile(id) {
     for (const pane of this.panes) pane.state.compile = id;
     this.onChange();

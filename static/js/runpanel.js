@@ -5,12 +5,13 @@
 
 import { embedded } from "./api.js";
 import { renderCalls } from "./calls.js";
+import { shownPath } from "./paths.js";
 import { h, clear, lineLink, linkify, safeUrl } from "./dom.js";
 import { stageLabel, stageList } from "./stages.js";
 import { noBreaks, noCompile } from "./states.js";
 import { whySections } from "./why.js";
 
-const TABS = [["compiles", "Compiles"], ["calls", "Calls"], ["breaks", "Graph breaks"], ["output", "Output"]];
+export const TABS = [["compiles", "Compiles"], ["calls", "Calls"], ["breaks", "Graph breaks"], ["output", "Output"]];
 const RUN = "—"; // the row of the whole run's stages (timings): events without a compile id
 
 export class RunPanel {
@@ -135,7 +136,9 @@ export class RunPanel {
       const compile = compiles.find((c) => c.id === id);
       for (const r of this.result?.recompiles ?? []) {
         if (r.compile_id === id) rows.push(h("div", { class: "between recompile" }, "↻ Recompile",
-          r.previous ? ` (guards of ${r.previous} failed)` : "", ": ", h("code", {}, r.reason),
+          r.line ? [" at ", lineLink(r.line, this.onLine)] : "",
+          r.previous ? ` (guards of ${r.previous} failed)` : "", ": ",
+          h("code", { title: r.detail ?? r.reason }, r.summary ?? r.reason),
           r.previous ? ["guards", "dynamo_graph"].map((stage) => h("button", { class: "chip compare",
             dataset: { stage }, title: `Diff ${r.previous} and ${id} side by side`,
             onclick: () => this.onCompare(id, stage, r.previous) }, `⇆ ${stage === "guards" ? "guards" : "graphs"}`)) : null));
@@ -166,7 +169,7 @@ export class RunPanel {
     return h("div", { class: "compile-row", dataset: { compile: id } },
       compileId ? h("button", { class: "compile-id", title: "Show this compile in every pane",
                                 onclick: () => this.onCompile(id) }, id) : h("strong", {}, "run"),
-      h("span", { class: "frame", title: frame?.filename ? `${frame.filename}:${frame.line}` : null },
+      h("span", { class: "frame", title: frame?.filename ? `${shownPath(frame.filename, this.result?.user_file)}:${frame.line}` : null },
         compileId ? frameLabel(compile, this.result?.user_file) : "after the script",
         this.frameLine(compile)),
       h("div", { class: "chips" }, chips),

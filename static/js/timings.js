@@ -55,22 +55,25 @@ function noiseReasons(entry, series, env) {
   ].filter(Boolean);
 }
 
-// The room's answer first: faster, slower, or can't tell on this machine, and why.
+// The room's answer first, named by what was timed (the script's call, with a backward only
+// where the script ran one): faster, slower, or can't tell on this machine, and why.
 function speedVerdict(entry, env) {
   const series = entry.e2e?.warm; // the series to compare first (endToEnd's first row)
   const s = series?.speedup;
-  if (!s) return h("p", { class: "speed-verdict unclear" }, "No speed verdict: compiled's output differs from eager's.");
+  // `timed` is absent from results stored before it existed
+  const timed = entry.timed ?? (entry.mode === "forward+backward" ? "Forward and backward" : "One call");
+  if (!s) return h("p", { class: "speed-verdict unclear" }, `${timed}: no speed verdict, compiled's output differs from eager's.`);
   const times = (x) => `${x.toFixed(x >= 10 ? 0 : 1)}×`;
   if (s.low > 1) {
-    return h("p", { class: "speed-verdict faster" }, `Faster: compiled runs about ${times(s.median)} as fast ` +
-      `as eager on this machine (the middle half of ${s.pairs} paired turns all say faster).`);
+    return h("p", { class: "speed-verdict faster" }, `${timed}: compiled is about ${times(s.median)} faster ` +
+      `than eager on this machine (the middle half of ${s.pairs} paired turns all say faster).`);
   }
   if (s.high < 1) {
-    return h("p", { class: "speed-verdict slower" }, `Slower: compiled takes about ${times(1 / s.median)} ` +
+    return h("p", { class: "speed-verdict slower" }, `${timed}: compiled is slower, about ${times(1 / s.median)} ` +
       `eager's time on this machine (the middle half of ${s.pairs} paired turns all say slower).`);
   }
   const reasons = noiseReasons(entry, series, env);
-  return h("p", { class: "speed-verdict unclear" }, "Can't tell on this machine: compiled and eager are within " +
+  return h("p", { class: "speed-verdict unclear" }, `${timed}: can't tell on this machine, compiled and eager are within ` +
     `each other's noise (speed-up ${s.median.toFixed(2)}×, between ${s.low.toFixed(2)}× and ${s.high.toFixed(2)}× ` +
     "in the middle half of the paired turns).", reasons.length ? ` ${reasons.join(" ")}` : "");
 }
@@ -114,8 +117,7 @@ function card(entry, env, figures) {
   return h("article", { class: "timing-card" }, head,
     speedVerdict(entry, env),
     verdict(entry.correctness),
-    h("p", { class: "muted" }, `${entry.mode === "forward+backward" ? "forward and backward" : "one call"} ` +
-      `under ${entry.grad_mode} · on ${entry.inputs ?? "the recorded arguments"} · clock: ${entry.clock}`),
+    h("p", { class: "muted" }, `on ${entry.inputs ?? "the recorded arguments"} · clock: ${entry.clock}`),
     endToEnd(entry),
     launches(entry.kernels),
     entry.notes.map((note) => h("p", { class: "note" }, note)),

@@ -35,7 +35,7 @@ def _user_line(body: str, user_file: str) -> int | None:
     return None
 
 
-def _code(body: str) -> str:
+def guard_code(body: str) -> str:
     """The guard's code without PyTorch's trailing comments (user code, location, notes): what
     comes before the first `# ` after whitespace. String search, linear on any text (the
     regex `\\s+# ` took 1 s on 16 KB of spaces: every space started a new scan)."""
@@ -73,7 +73,7 @@ def parse_guards(text: str, user_file: str) -> tuple[list[dict], list[int | None
         if match["kind"] in MANAGERS:
             continue
         owner = max((d for d in sources if d < depth), default=None)
-        code = _code(match["body"])
+        code = guard_code(match["body"])
         symbolic = depth == 0 or bool(SIZE_EXPRESSION.search(code))
         guards.append({"kind": match["kind"], "code": code, "line": user_line,
                        "source": sources.get(owner) if owner is not None else None,
@@ -90,7 +90,7 @@ def failed_guards(reason: str, guards: list[dict]) -> list[int]:
         wanted = {tensor["name"], f"L['{tensor['name']}']"}
         return [i for i, g in enumerate(guards)
                 if g["kind"] == "TENSOR_MATCH" and g["source"] in wanted]
-    stated = _code(reason.split("\n")[0]).strip()
+    stated = guard_code(reason.split("\n")[0]).strip()
     return [i for i, g in enumerate(guards)
             if stated and LOCAL.sub(r"\g<name>", g["code"]).strip() == stated]
 

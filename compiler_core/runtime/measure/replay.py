@@ -1,4 +1,5 @@
-"""Replaying a recorded call: the arguments the script really passed, in its grad mode.
+"""Replaying a recorded call: the arguments the script really passed, in its grad mode, with a
+backward only where the script ran one.
 
 Timing calls the compiled callable again on copies of the recorded arguments (`snapshot`: same
 values and layout), so it runs the cache entry the script's call ran, whatever branch its values
@@ -25,6 +26,7 @@ class Replay:
     def __init__(self, call: RecordedCall) -> None:
         self.recorded = call
         self.grad_mode = call.grad_mode
+        self.backward = call.backward  # the script ran backward through such a call's outputs
         self.args = tree_map(snapshot, call.args)
         self.kwargs = tree_map(snapshot, call.kwargs)
         self.mutates = False

@@ -2,7 +2,8 @@
 called with (job process side, after the script ran).
 
 Per recorded call (`CompileRecorder`: up to 4 argument signatures per callable):
-- the call as the script made it (`replay`: its arguments and grad mode; never a compile), and
+- the call as the script made it (`replay`: its arguments and grad mode, and a backward only
+  where the script ran one through its outputs; never a compile), named in `timed`, and
   correctness first (`accuracy`, as PyTorch's benchmark runner judges it): a mismatch is
   reported as a mismatch, never as a speed-up;
 - end to end (`clocks`), eager and compiled interleaved, median and IQR per call, after warm-up;
@@ -166,7 +167,7 @@ class CallTiming:
             with replay.grad_context():
                 self.verdict = check(entry.original, entry.compiled, replay)
                 self.grads = None
-                if replay.grad_mode == "grad":
+                if replay.grad_mode == "grad" and replay.backward:
                     self.grads = backward_grads(entry.original, *replay.fresh_copies())
                 self.calls = {side: caller(fn, replay.args, replay.kwargs, self.grads)
                               for side, fn in (("eager", entry.original),
@@ -214,6 +215,7 @@ class CallTiming:
         return {"device": device.kind, "clock": device.clock.label,
                 "grad_mode": self.replay.grad_mode,
                 "mode": "forward+backward" if self.grads is not None else "call",
+                "timed": timed_label(self.replay.grad_mode, self.grads is not None),
                 "inputs": "the recorded arguments" + (
                     ", restored before each sample (the callable changes them)"
                     if self.replay.mutates else ""),
@@ -222,6 +224,16 @@ class CallTiming:
                 "plots": {"kernels": kernel_figure(kernels, device.kind),
                           "roofline": roofline_figure(kernels["compiled"], device.peaks)},
                 "notes": notes, "phases_s": self.phases.seconds}
+
+
+def timed_label(grad_mode: str, backward: bool) -> str:
+    """What one timed call ran, as the timings' headline names it: the script's call in its grad
+    mode, with a backward only where the script ran backward through that call's outputs."""
+    if backward:
+        return "Forward and backward (grad mode)"
+    if grad_mode == "grad":
+        return "Forward (grad mode, no backward)"
+    return f"Inference (forward, {grad_mode})"
 
 
 LAUNCH_BOUND_SHARE = 0.5
