@@ -137,10 +137,12 @@ def test_long_paths_are_shown_short_with_the_full_path_on_hover(page, live_serve
     assert "# File: torch/_prims_common/wrappers.py:" in text and "site-packages" not in text
     short = page.evaluate("""async () => {
         const { shortPaths } = await import('/static/js/paths.js');
-        const text = '# File: /tmp/torchbolt-job-k2x9/job/main.py:12 in f, code: y = x # /job/main.py:3';
+        const text = '# File: /tmp/torchbolt-job-k2x9/job/main.py:12 in f, code: y = x # /job/main.py:3'
+                     + '\\nL[\\'k\\'] == 1  # return x * k  # ob/main.py:6 in f  # a/b.py is no path';
         return shortPaths(text).map(({ from, to, hide }) => text.slice(from + hide, to));
     }""")
-    assert short == ["main.py", "main.py"]  # a temporary folder's script, a sandboxed one: its name
+    # a temporary folder's script, a sandboxed one, and torch's cut form in a guard's comment
+    assert short == ["main.py", "main.py", "main.py"]
 
 
 def test_an_error_message_keeps_its_line_breaks_and_links(page, live_server):

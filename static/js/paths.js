@@ -3,7 +3,9 @@
 // a package's file from its package on (`torch/nn/modules/linear.py`). Pure: it returns ranges;
 // the viewer hides the folders and keeps the full path on hover, and copying keeps the full text.
 
-const PATH = /(?<![\w.])(?:\/[\w.+@-]+)+\/[\w.+@-]+\.py\b/g;
+// Also torch's cut form in guard comments (`# ob/main.py:6`: `shorten_filename` keeps what
+// follows the common path with torch's own folder, "/", less one character).
+const PATH = /(?<![\w.])(?:\/[\w.+@-]+)+\/[\w.+@-]+\.py\b|(?<=# )[\w.+@-]+(?:\/[\w.+@-]+)+\.py(?=:\d)/g;
 const PACKAGES = /\/(?:site|dist)-packages\//;
 
 // [{from, to, hide, path}]: `path` spans text[from, to); text[from, from + hide) is not shown.

@@ -75,6 +75,7 @@ export class RunPanel {
     clearInterval(this.timer);
     this.state = { status: done.status, cached: done.cached, error: done.error, elapsed };
     this.renderStatus();
+    if (!this.result) this.renderOutput(); // a refused submit: its message, not the placeholder
     if (done.error) this.show(this.result?.graph_breaks?.length && !done.error.line ? "breaks" : "output");
   }
 
@@ -110,6 +111,7 @@ export class RunPanel {
       done: cached ? `Loaded from the store in ${seconds.toFixed(2)} s (this exact code ran before, in ${took ?? "?"} s)`
         : `Done in ${seconds.toFixed(2)} s`,
       failed: cached ? `Loaded from the store: this code ended with an error (it ran in ${took ?? "?"} s)`
+        : this.state.error?.type === "Request" ? "The server did not take this run (see Output)"
         : `Finished with an error after ${seconds.toFixed(2)} s`,
     }[status];
     // A run this page cancelled ends "failed" (the job's status, kept in data-status), but its
@@ -217,20 +219,26 @@ export class RunPanel {
     whySections(this.result, this.onLine));
   }
 
+  errorBox(e) {
+    return h("div", { class: `error-box ${e.type}` },
+      h("strong", { title: this.meanings[e.type] }, e.type), e.line ? [" at ", lineLink(e.line, this.onLine)] : "",
+      h("p", { class: "message" }, linkify(e.message)), e.traceback ? h("pre", { class: "traceback" }, e.traceback) : null);
+  }
+
   renderOutput() {
     const r = this.result;
     const panel = this.panels.get("output");
     const tab = this.tabButtons.get("output");
     tab.textContent = r?.error ? "Output ⚠" : "Output";
     if (!r) {
-      clear(panel, h("p", { class: "empty" }, "The script's error, stdout and stderr appear here."));
+      const refused = this.state.error; // the request itself failed (a 429, the network)
+      clear(panel, refused ? this.errorBox(refused)
+        : h("p", { class: "empty" }, "The script's error, stdout and stderr appear here."));
       return;
     }
     const e = r.error;
     clear(panel,
-      e ? h("div", { class: `error-box ${e.type}` },
-        h("strong", { title: this.meanings[e.type] }, e.type), e.line ? [" at ", lineLink(e.line, this.onLine)] : "",
-        h("p", { class: "message" }, linkify(e.message)), e.traceback ? h("pre", { class: "traceback" }, e.traceback) : null) : null,
+      e ? this.errorBox(e) : null,
       (r.notes ?? []).map((note) => h("p", { class: "note" }, note)),
       (r.stage_errors ?? []).map((s) => h("p", { class: "note" },
         `Stage ${s.stage}${s.compile_id ? ` of ${s.compile_id}` : ""} failed: ${s.message}`)),
