@@ -413,3 +413,24 @@ def test_the_cli_says_when_its_job_is_not_sandboxed_and_can_refuse(tmp_path):
                             timeout=300, env=env)
     assert warned.returncode == 1 and "NoCompile" in warned.stderr, warned.stderr  # it ran
     assert "NOT sandboxed" in warned.stderr and "bubblewrap" in warned.stderr, warned.stderr
+
+
+def test_a_worker_whose_process_cannot_start_says_why_at_once(tmp_path, monkeypatch):
+    """A zygote that exits before it is ready (here its Python cannot import the engine) is a
+    WorkerError within seconds naming the cause from its log, not a wait for the 300 s limit
+    (seen on a GPU host whose packages lay on a PYTHONPATH the job's clean environment drops)."""
+    from compiler_core import Worker, WorkerError
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named jsonschema' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    sandbox.check()  # cached with the real interpreter before it is swapped
+    monkeypatch.setattr(sys, "executable", str(fake))
+    worker = Worker(sandbox=False, warm=False).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(WorkerError) as error:
+            worker.wait_ready()
+    finally:
+        worker.close()
+    assert time.monotonic() - started < 10
+    assert "exit code 1" in str(error.value) and "jsonschema" in str(error.value)

@@ -153,9 +153,25 @@ class Worker:
         return self.warm_s or 0.0
 
     def _await_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
-        if not self._ready.wait(timeout):
-            raise WorkerError(f"the worker did not start within {timeout:.0f} s "
-                              f"(log: {self._log_path})")
+        """Until the zygote says it is ready; a WorkerError at once when it exited first (a
+        Python that cannot import the engine, a failed sandbox), naming why from its log."""
+        deadline = time.monotonic() + timeout
+        while not self._ready.wait(0.2):
+            if self._proc is not None and self._proc.poll() is not None:
+                raise WorkerError(f"the worker exited before it was ready (exit code "
+                                  f"{self._proc.returncode}): {self._log_tail()}")
+            if time.monotonic() > deadline:
+                raise WorkerError(f"the worker did not start within {timeout:.0f} s "
+                                  f"(log: {self._log_path})")
+
+    def _log_tail(self, chars: int = 1500) -> str:
+        """The end of the zygote's log (its own output: it runs no user code)."""
+        try:
+            with open(self._log_path, "rb") as fh:
+                fh.seek(max(0, os.path.getsize(self._log_path) - chars))
+                return fh.read().decode("utf-8", "replace").strip() or "(its log is empty)"
+        except OSError:
+            return f"(no log at {self._log_path})"
 
     def close(self) -> None:
         for slot in list(self._slots.values()):
