@@ -212,10 +212,11 @@ def zygote_main() -> None:
     fresh = needs_fresh_process()
     # TORCHBOLT_WARM=0: one job (the CLI) on the CPU, which a warm-up would not speed up,
     # unless it builds the header the CLI keeps (the job may not write that)
-    warm_cpu = not fresh and (os.environ.get("TORCHBOLT_WARM") != "0" or header_missing())
+    build_header = header_missing()
+    warm_cpu = not fresh and (os.environ.get("TORCHBOLT_WARM") != "0" or build_header)
     if warm_cpu:
         warm_up("cpu")
-        if header_missing():
+        if build_header:
             open(_warmed_stamp(os.environ["TORCHBOLT_KEPT_HEADER"]), "w").close()
     tmp_view = inductor_tmp_view(warm_cpu)
     lock = threading.Lock()

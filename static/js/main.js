@@ -15,7 +15,7 @@ import { Spotlight } from "./spots.js";
 import { buildMenu, compareWith } from "./menu.js";
 import { diffRuns } from "./compare.js";
 import { buildOptions, labelOptions, setOptions as setFormOptions } from "./toolbar.js";
-import { recompileMarks, showSummary } from "./recompiles.js";
+import { recompileMarks, showSummary, uniqueBreaks } from "./recompiles.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const $ = (selector) => document.querySelector(selector);
@@ -80,9 +80,7 @@ function showScene() {
   if (!scene || !panes.result || current?.source !== lessons.example(lessons.current).source) {
     return spotlight.clear();
   }
-  applyLayout(checkLayout(scene, panes.result), { panes, run });
-  syncToggles();
-  recolorEditor();
+  showLayout(checkLayout(scene, panes.result));
   spotlight.show(scene.spots, () => { document.body.dataset.scene = scene.id; });
 }
 
@@ -90,9 +88,14 @@ function showScene() {
 function showSharedLayout(hash, result) {
   const layout = checkLayout(parseFragment(hash), result);
   if (layout.present !== null) settings.present = layout.present;
+  applyLook();
+  showLayout(layout);
+}
+
+// A checked layout's panes and tab, the toolbar's toggles and the editor's colours with them.
+function showLayout(layout) {
   applyLayout(layout, { panes, run });
   syncToggles();
-  applyLook();
   recolorEditor();
 }
 
@@ -103,10 +106,7 @@ function recolorEditor() {
 
 // ---------------------------------------------------------------- results
 function marksFor(result) {
-  // One mark per break and line: a recompiled frame reports the same break again.
-  const breaks = new Map((result.graph_breaks ?? []).filter((b) => b.line)
-    .map((b) => [`${b.line} ${b.reason}`, b]));
-  const marks = [...breaks.values()].map((b) => ({
+  const marks = uniqueBreaks(result).filter((b) => b.line).map((b) => ({
     line: b.line, severity: "warning", title: "graph break", text: b.reason,
     render: () => h("div", { class: "mark-message" }, h("strong", {}, "Graph break: "),
       b.gb_code ? [breakLink(b), " "] : "", b.gb_type ?? b.reason,

@@ -29,8 +29,8 @@ export function recompileMarks(result) {
   }));
 }
 
-// One break per line and reason (a recompiled frame reports its break again, as in main.js).
-function breaksOf(result) {
+// One break per line and reason: a recompiled frame reports the same break again.
+export function uniqueBreaks(result) {
   const unique = new Map((result?.graph_breaks ?? []).map((b) => [`${b.line} ${b.reason}`, b]));
   return [...unique.values()];
 }
@@ -52,7 +52,7 @@ export function showSummary(strip, result, onLine) {
     return;
   }
   const graphs = (result.compiles ?? []).filter((c) => c.has_graph).length;
-  const breaks = breaksOf(result).map((b) => ({ line: b.line, text: null, title: `line ${b.line ?? "?"}: ${b.reason}` }));
+  const breaks = uniqueBreaks(result).map((b) => ({ line: b.line, text: null, title: `line ${b.line ?? "?"}: ${b.reason}` }));
   const recompiles = byCompile(result).map(([r]) => ({ line: r.line, text: oneLine(r), title: `${r.compile_id}: ${r.detail ?? r.reason}` }));
   clear(strip, h("span", {}, plural(graphs, "graph")), ", ",
     h("span", { class: "summary-breaks" }, plural(breaks.length, "break"), items(breaks, onLine)), ", ",
