@@ -21,11 +21,11 @@ from .gallery.lessons import Lesson, list_lessons
 from .gpu_gallery import list_examples as list_gpu_examples
 from .options import Options, OptionsError
 from .limits import limit
-from .report.graphview import GraphTooLarge, MalformedResult, graph_view
+from .present.graphview import GraphTooLarge, MalformedResult, graph_view
 from .report.index import result_index, stage_part
 from .report.result import RESULT_VERSION, build_result
-from .report.static_html import PAGE_ASSETS, report_html
-from .report.stages import GRAPH_STAGES
+from .present.static_html import PAGE_ASSETS, report_html
+from .features import GRAPH_STAGES
 from .report.trace_log import placeholder_source, trace_result
 from .supervisor.job import Job, empty_result
 from .notebook import load_ipython_extension, unload_ipython_extension

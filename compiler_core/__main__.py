@@ -20,7 +20,7 @@ import sys
 from .errors import ErrorKind
 from .options import Options, OptionsError, add_flags, from_flags
 from .report.result import build_result
-from .report.static_html import report_html
+from .present.static_html import report_html
 from .report.trace_log import placeholder_source, trace_result
 from .supervisor import sandbox
 from .supervisor.buildcache import BuildCache

@@ -12,7 +12,7 @@ from .errors import ErrorKind
 from .gallery import list_examples
 from .limits import catalogue as limit_catalogue
 from .options import option_catalogue
-from .report.stages import STAGES
+from .features import STAGES
 
 
 def catalogue() -> dict:

@@ -26,7 +26,7 @@ import time
 from .errors import ErrorKind
 from .options import add_flags, from_flags
 from .report.result import build_result
-from .report.static_html import report_html
+from .present.static_html import report_html
 from .supervisor.worker import Worker, WorkerError
 
 CELL_FILE = "cell.py"  # the name errors and stages give the cell's code

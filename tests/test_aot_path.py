@@ -18,7 +18,7 @@ import pytest
 
 from compiler_core import Options
 from compiler_core.options import add_flags, option_catalogue
-from compiler_core.report.stages.export import aoti_stages, embedded_triton
+from compiler_core.features.export import aoti_stages, embedded_triton
 from compiler_core.runtime.aoti import choose_compiler
 
 USER_FILE = "/job/tiny_aot.py"

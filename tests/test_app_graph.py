@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from compiler_core.report import layout
-from compiler_core.report.fxgraph import fx_nodes, parse_type
+from compiler_core.present import layout
+from compiler_core.parsers.fxgraph import fx_nodes, parse_type
 from app.graphview import graph_view
-from compiler_core.report.modulegroups import ModuleTree
+from compiler_core.present.modulegroups import ModuleTree
 from app.store import Store, content_key, is_key
 from compiler_core import expand_result
 

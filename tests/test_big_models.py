@@ -10,9 +10,9 @@ import os
 import jsonschema
 import pytest
 
-from compiler_core.report.graphview import graph_view
-from compiler_core.report.layout import CHAR_W
-from compiler_core.report.names import short_name, short_names
+from compiler_core.present.graphview import graph_view
+from compiler_core.present.layout import CHAR_W
+from compiler_core.parsers.names import short_name, short_names
 from conftest import TINY_ENCODER
 
 SCHEMA = json.load(open(os.path.join(os.path.dirname(__file__), "..", "compiler_core",

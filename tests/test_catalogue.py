@@ -7,7 +7,7 @@ import json
 
 import compiler_core
 from compiler_core import GRAPH_STAGES, ErrorKind, catalogue
-from compiler_core.report.stages import RECORD_STAGE, PROGRESS
+from compiler_core.features import RECORD_STAGE, PROGRESS
 
 pytest_plugins = ["test_app_fixtures"]
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from compiler_core import Options, build_result
-from compiler_core.report.records import read_records
+from compiler_core.wire import read_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECOMPILED_BREAK = '''import torch

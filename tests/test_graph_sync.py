@@ -10,7 +10,7 @@ import pytest
 
 from compiler_core import graph_view
 from compiler_core.gallery import get_example
-from compiler_core.report.nodelinks import post_grad_origins
+from compiler_core.parsers.nodelinks import post_grad_origins
 
 pytest_plugins = ["test_app_fixtures"]
 

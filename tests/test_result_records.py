@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from compiler_core.report.result import build_result
-from compiler_core.report.stages import RECORD_STAGE, STAGE_NAMES
+from compiler_core.features import RECORD_STAGE, STAGE_NAMES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDS = [json.loads(line) for line in open(os.path.join(HERE, "data",

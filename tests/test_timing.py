@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from compiler_core import Options
-from compiler_core.report.plots import kernel_figure
+from compiler_core.present.plots import kernel_figure
 from compiler_core.runtime.measure.clocks import (HOST_BOUND_S, MAX_CALLS, MIN_TURNS,
                                                   interleaved, plan_per_call, summary)
 from compiler_core.runtime.measure.accuracy import compare, verdict

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 
 import compiler_core.report as report
 from compiler_core import build_result, compress_result, expand_result, result_index
-from compiler_core.report.records import RecordTail, parse_record, read_records
-from compiler_core.report.stages.breaks import parse_break
-from compiler_core.report.stages.common import fx_src_lines
-from compiler_core.report.stages.guards import parse_guards
+from compiler_core.wire import RecordTail, parse_record, read_records
+from compiler_core.features.breaks import parse_break
+from compiler_core.parsers.common import fx_src_lines
+from compiler_core.features.guards import parse_guards
 from compiler_core.supervisor.job import Job
 
 HERE = os.path.dirname(os.path.abspath(__file__))

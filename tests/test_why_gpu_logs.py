@@ -12,8 +12,8 @@ import os
 import pytest
 
 from compiler_core import Options, build_result
-from compiler_core.report.records import RecordWriter
-from compiler_core.report.stages import why_gpu
+from compiler_core.wire import RecordWriter
+from compiler_core.features import why_gpu
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "why_gpu_h200.json")
 

@@ -12,7 +12,7 @@ from torch._inductor.scheduler import WhyNoFuse
 
 from compiler_core import Options, report_html
 from compiler_core.report.result import build_result
-from compiler_core.report.stages.saved import saved_names
+from compiler_core.features.saved import saved_names
 from compiler_core.runtime import why_logs
 
 pytest_plugins = ["test_app_fixtures"]

@@ -12,18 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..limits import LIMITS, limit
-from .calls import calls
-from .callsite import frame_of, user_line
-from . import names, recompile_reasons
-from .census import census
+from ..features.calls import calls
+from ..parsers.callsite import frame_of, user_line
+from ..parsers import names
+from ..features import recompile_reasons
+from ..features.census import census
 from .conform import conform
-from .stages import EXTRACTORS, export, metrics, torchscript, triton_ir, why_gpu
-from .stages.breaks import graph_breaks, recompiles
-from .stages.common import is_int
-from .stages.guards import with_failed_guards
-from .stages.fusion import fusion
-from .stages.kernels import extract_kernels
-from .stages.saved import saved_activations
+from ..features import EXTRACTORS, export, metrics, torchscript, triton_ir, why_gpu
+from ..features.breaks import graph_breaks, recompiles
+from ..parsers.common import is_int
+from ..features.guards import with_failed_guards
+from ..features.fusion import fusion
+from ..features.kernels import extract_kernels
+from ..features.saved import saved_activations
 
 RESULT_VERSION = 2  # 2: guards carry row and symbolic, recompiles failed_guards
 

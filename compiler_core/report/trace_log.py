@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .records import valid_record
+from ..wire import valid_record
 from .result import build_result
 
 # Structured-trace names we keep; everything else (chromium events, tensor descriptions) is noise.

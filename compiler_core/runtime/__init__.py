@@ -17,7 +17,7 @@ def capture_this_process(stream: IO[str], user_file: str) -> CaptureSession:
     `torch.compile` recording with no compile defaults), records to `stream`; for benches that
     measure capture's cost (the timings' settings stay off). Views are emitted only when the
     caller calls `emit_views()`."""
-    from ..report.records import RecordWriter
+    from ..wire import RecordWriter
     from .callables import CompileRecorder
     from .capture import CaptureSession
     from .config import configure_capture, configure_process

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from ..report.records import RecordWriter
+from ..wire import RecordWriter
 from .calls import CallTimeline
 
 MAX_SIGNATURES = 4  # distinct argument signatures kept per callable

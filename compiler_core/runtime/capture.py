@@ -26,7 +26,7 @@ import torch._inductor.config
 from torch._guards import CompileContext
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
-from ..report.records import RecordWriter
+from ..wire import RecordWriter
 from ..report.trace_log import TraceConverter
 from . import line_owners, why_logs
 from .def_lines import def_line

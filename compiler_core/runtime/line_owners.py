@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 
-from ..report.stages.common import last_user_line
+from ..parsers.common import last_user_line
 
 _owners: list = []  # FX nodes, innermost last, while a loop body is traced or run
 

@@ -25,8 +25,8 @@ from .opsets import opsets
 from .programs import ProgramRecorder
 from ..errors import ErrorKind
 from ..options import OUTPUT_FILE_LIMIT, Options
-from ..report.records import RecordWriter
-from ..report.stages.common import last_user_line
+from ..wire import RecordWriter
+from ..parsers.common import last_user_line
 
 NO_COMPILE_HINT = ("The script never called torch.compile, so there is nothing to show. "
                    "Hint: compile a function or module and call it, e.g. "

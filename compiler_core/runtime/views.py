@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..report.stages.common import last_user_line
+from ..parsers.common import last_user_line
 
 
 def _tensor_meta(value) -> tuple[list | None, str | None]:

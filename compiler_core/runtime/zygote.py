@@ -186,7 +186,7 @@ def run_job_process(job: dict, records_fd: int, fault_fd: int) -> None:
 
     import torch._dynamo
     torch._dynamo.reset()
-    from ..report.records import RecordWriter
+    from ..wire import RecordWriter
     from .runner import run_job
     with os.fdopen(records_fd, "w", encoding="utf-8") as stream:
         run_job(job["source"], job["user_file"], options, RecordWriter(stream),

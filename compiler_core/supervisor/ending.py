@@ -14,7 +14,7 @@ from ..errors import ErrorKind
 from ..limits import LIMITS
 from ..options import Options
 from ..report.result import build_result
-from ..report.stages.common import user_lines
+from ..parsers.common import user_lines
 from .job import Job
 from .slot import Slot
 

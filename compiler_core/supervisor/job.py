@@ -28,7 +28,7 @@ import time
 from ..limits import limit
 from ..options import Options
 from ..report.result import build_result
-from ..report.stages import RECORD_STAGE
+from ..features import RECORD_STAGE
 
 
 MIN_REBUILD_S = 0.25

@@ -35,7 +35,7 @@ import time
 from . import sandbox
 from .buildcache import BuildCache
 from ..options import Options
-from ..report.records import RecordTail
+from ..wire import RecordTail
 from .ending import JobOutcome, job_result, read_capped
 from .job import Job
 from .slot import JOBS_ROOT, Slot, open_lock, remove_stale_jobs

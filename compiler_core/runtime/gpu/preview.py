@@ -24,7 +24,7 @@ import types
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from ...report.stages.kernels import parse_kernels
+from ...features.kernels import parse_kernels
 from ..capture import CaptureSession
 from ..compat import cuda_properties_seams
 from .triton_kernels import cache_index, kernel_record

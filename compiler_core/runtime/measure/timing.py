@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from ...report.plots import kernel_figure, roofline_figure
+from ...present.plots import kernel_figure, roofline_figure
 from .alone import capture_launches, time_alone
 from .clocks import (CpuClock, CudaClock, interleaved, interleaved_per_call, measure_peaks, plan,
                      plan_per_call)

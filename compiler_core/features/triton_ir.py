@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from .. import provenance
-from .common import artifact, join_sections
+from ..parsers import provenance
+from ..parsers.common import artifact, join_sections
 from .inductor import graph_labels, module_map
 from .kernels import extract_kernels, label, preview_kernels
 from .spec import Stage

@@ -7,7 +7,7 @@ example inputs, so it costs no real compute; symbolic sizes are specialised to t
 
 from __future__ import annotations
 
-from .common import artifact, fx_src_lines
+from ..parsers.common import artifact, fx_src_lines
 from .spec import Stage
 
 # The job re-traces each Dynamo graph (compiler_core/runtime/views.py) and records the views.

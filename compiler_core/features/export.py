@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import textwrap
 
-from .. import provenance
-from .common import artifact, fx_src_lines, join_sections, program_stages
+from ..parsers import provenance
+from ..parsers.common import artifact, fx_src_lines, join_sections, program_stages
 from .inductor import module_map
 from .kernels import describe
 from .spec import Stage

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from .common import last_user_line
+from ..parsers.common import last_user_line
 
 ENTRIES = 200  # per list of the cudagraphs report, and choices per autotuned op
 OPS = 64  # autotuned ops per compile

@@ -27,7 +27,7 @@ import jinja2
 from ..catalogue import catalogue
 from ..limits import limit
 from .graphview import MalformedResult, graph_view
-from .stages import GRAPH_STAGES
+from ..features import GRAPH_STAGES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The page's files: beside the packages in a source tree (and an editable install), else where

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import IO
 
-from ..limits import limit
+from .limits import limit
 
 READ_CHUNK = 1 << 20
 READ_PER_CALL = 16 << 20  # a flood is read over several of the supervisor's polls

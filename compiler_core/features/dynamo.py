@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import artifact, fx_src_lines
+from ..parsers.common import artifact, fx_src_lines
 from .spec import Stage
 
 SPECS = (Stage("dynamo_graph", "Dynamo graph (Torch IR)", "Dynamo FX graph (Torch IR)", "python",

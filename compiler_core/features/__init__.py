@@ -6,8 +6,7 @@ artifacts (`field == "stages"`) also define `extract(compile_records) -> {stage:
 module plus one line here.
 """
 
-from . import (aot, bytecode, decomp, dynamo, export, guards, inductor, kernels, metrics, timings,
-               torchscript, triton_ir)
+from . import (aot, bytecode, decomp, dynamo, export, guards, inductor, kernels, metrics, timings, torchscript, triton_ir)
 from .breaks import PROGRESS
 from .spec import Stage
 

@@ -18,13 +18,13 @@ items than the `graph_nodes_laid_out` limit is refused (`GraphTooLarge`) before 
 from __future__ import annotations
 
 from ..limits import limit
-from .fxgraph import stage_nodes
+from ..parsers.fxgraph import stage_nodes
 from .graphoverlay import kernel_table, kernels_by_node
 from .layout import Cluster, box_width, layout
 from .modulegroups import ModuleTree
-from .names import short_name
-from .nodelinks import node_links
-from .stages import GRAPH_STAGES
+from ..parsers.names import short_name
+from ..parsers.nodelinks import node_links
+from ..features import GRAPH_STAGES
 
 NODE_FIELDS = ("name", "op", "target", "shape", "dtype", "line", "module")
 MAX_MODULE_DEPTH = 100  # module stacks nest groups; deeper ones are malformed (and would recurse)

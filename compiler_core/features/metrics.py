@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .common import artifact
+from ..parsers.common import artifact
 from .spec import Stage
 
 SPECS = (Stage("metrics", "Compilation metrics", "Compilation metrics", "json",

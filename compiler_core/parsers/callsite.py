@@ -10,7 +10,7 @@ script called it.
 
 from __future__ import annotations
 
-from .stages.common import is_int, is_user_file
+from .common import is_int, is_user_file
 
 # Dynamo's wrapper of a compiled nn.Module's `__call__`: the frame it intercepts for one.
 MODULE_WRAPPER = ("torch/_dynamo/external_utils.py", "inner")

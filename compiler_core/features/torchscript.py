@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .common import is_user_file, program_stages
+from ..parsers.common import is_user_file, program_stages
 from .spec import Stage
 
 SPECS = (

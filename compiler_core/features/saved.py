@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..fxgraph import parse_graphs
+from ..parsers.fxgraph import parse_graphs
 
 SAVED_OUTPUT = "SavedForBackwardsAOTOutput("
 ITEM_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2,

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 
-from .stages.common import is_int
-from .stages.guards import guard_code
+from ..parsers.common import is_int
+from .guards import guard_code
 
 REASON_CHARS = 4096  # of a reason read (a guard line with its comments is ~200)
 SUMMARY_CHARS = 160  # of the one-line reason

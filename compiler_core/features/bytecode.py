@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .common import artifact, is_user_file
+from ..parsers.common import artifact, is_user_file
 from .spec import Stage
 
 # One `bytecode` record holds both; it announces the transformed code, the part Dynamo wrote.

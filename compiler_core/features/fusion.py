@@ -13,7 +13,7 @@ separate loop nests. The records come from the job: every field is checked and b
 
 from __future__ import annotations
 
-from .common import graph_labels, is_int
+from ..parsers.common import graph_labels, is_int
 
 DECISIONS_PER_COMPILE = 1000
 NAME_CHARS = 200

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import artifact, fx_src_lines
+from ..parsers.common import artifact, fx_src_lines
 from .spec import Stage
 
 SPECS = tuple(

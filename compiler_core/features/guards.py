@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .common import artifact, is_user_file
+from ..parsers.common import artifact, is_user_file
 from .spec import Stage
 
 SPECS = (Stage("guards", "Guards", "Guards", "text", records=("dynamo_cpp_guards_str",)),)

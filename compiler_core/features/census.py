@@ -8,8 +8,8 @@ the output are not ops). Distinct ops are counted by target: an ATen overload su
 
 from __future__ import annotations
 
-from .fxgraph import stage_nodes
-from .stages import GRAPH_STAGES
+from ..parsers.fxgraph import stage_nodes
+from . import GRAPH_STAGES
 
 OPS = ("call_function", "call_method", "call_module")
 NAMESPACES = ("aten.", "prims.", "torch.", "operator.", "_operator.")

@@ -12,7 +12,7 @@ import json
 import re
 import textwrap
 
-from .common import is_user_file, last_user_line
+from ..parsers.common import is_user_file, last_user_line
 
 # Not stages but run-level lists; their records are still announced live, under these names.
 PROGRESS = {"dynamo_graph_break_reason": "graph_break", "recompile_reasons": "recompile"}

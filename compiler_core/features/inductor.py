@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 
-from .. import nodelinks, provenance
-from .common import artifact, fx_src_lines, graph_labels, join_sections, user_lines
+from ..parsers import nodelinks, provenance
+from ..parsers.common import artifact, fx_src_lines, graph_labels, join_sections, user_lines
 from .kernels import module_kernels, module_provenance
 from .spec import Stage
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import re
 
-from .. import provenance
-from .common import graph_label, user_lines
+from ..parsers import provenance
+from ..parsers.common import graph_label, user_lines
 from .spec import Stage
 
 # A compile's `kernels` list; the page shows it as one text, each kernel with its nodes.
