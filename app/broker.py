@@ -5,7 +5,8 @@ The same handles, runs, per-client limit and cancel rules as `manager.JobManager
 - runs are queued on the chosen environment's RQ queue and run on worker hosts
   (`python -m compiler_core worker`); identical submits on any web server share one run;
 - one follower thread reads the streams of the runs this server follows (XREAD) and feeds each
-  into its run's engine `Job`, so events, SSE and partial results are as with a local worker;
+  into its run's engine `Job` (the steps its slot's `Job` published), so events, SSE and
+  partial results are as with a local worker; its `result` ends the run through `finish`;
 - handles are saved in Redis, so any web server answers for any job id (no sticky sessions);
 - results go to the shared store in Redis; each server keeps the latest ones it saw in memory,
   and serves them from there while Redis is down; anything else then is a 503.
@@ -27,8 +28,7 @@ import time
 import uuid
 from collections import OrderedDict
 
-from compiler_core import (Broker, BrokerDown, ErrorKind, Job, Options, compress_result,
-                           environment_identity)
+from compiler_core import Broker, BrokerDown, Options, compress_result, environment_identity
 
 from .errors import ApiError
 from .jobs import Handle, Run
@@ -74,13 +74,22 @@ class RedisStore:
         return row
 
 
+class FollowedRun(Run):
+    """A run on a worker host: `remote` is its run id in the broker, `cursor` the last entry
+    of its stream this server applied, `env_id` the environment it runs in."""
+
+    def __init__(self, remote: str, key: str, source: str, options: Options,
+                 env_id: str | None = None) -> None:
+        super().__init__(key, source, options)
+        self.remote, self.cursor, self.env_id = remote, "0", env_id
+
+
 class BrokerManager(JobManager):
     def __init__(self, broker: Broker, per_client: int, local_slots: int = 0,
                  cache_bytes: int = RESULT_CACHE_BYTES) -> None:
         super().__init__(RedisStore(broker), [], per_client, cache_bytes=cache_bytes)
         self.broker, self.local_slots = broker, local_slots
-        self._following: dict[str, Run] = {}  # run id -> the run this server follows
-        self._admitted: str | None = None  # the lease `_admit` took for the submit being added
+        self._following: dict[str, FollowedRun] = {}  # run id -> the run this server follows
         self._closed = threading.Event()
 
     def start(self) -> "BrokerManager":
@@ -99,8 +108,8 @@ class BrokerManager(JobManager):
     def close(self) -> None:
         self._closed.set()
 
-    # -- requests (JobManager's rules; these hooks put runs on the broker)
-    def _environment(self, requested: str | None) -> tuple[str, str]:
+    # -- requests (JobManager's rules; these steps put runs on the broker)
+    def choose_environment(self, requested: str | None) -> tuple[str, str]:
         environments = self.environments()
         if not environments:
             raise ApiError(503, "no compile workers are connected to the broker; start one "
@@ -113,61 +122,53 @@ class BrokerManager(JobManager):
         engine = {**environment_identity(chosen), "result": json.loads(self.engine)["result"]}
         return chosen["id"], json.dumps(engine, sort_keys=True)
 
-    def _joinable(self, key: str) -> Run | None:
-        run = super()._joinable(key)
+    def joinable(self, key: str) -> Run | None:
+        """This server's run of `key`, else the one another server queued (followed here)."""
+        run = super().joinable(key)
         if run is not None:
             return run
         run_id = self.broker.active_run(key)
         return self._adopt(run_id) if run_id else None
 
-    def _admit(self, client: str) -> None:
+    def admit(self, client: str) -> str:
         """The per-client limit of all web servers together: a lease in Redis (one script
-        counts and adds). `submit` calls this under its lock, then `_add`s the submit's handle,
-        which takes the lease's id as its job id (a submit that fails in between, Redis being
-        down, leaves a lease no one renews: it runs out)."""
-        self._admitted = uuid.uuid4().hex
-        if not self.broker.acquire_lease(client, self._admitted, self.per_client):
+        counts and adds), whose id the submit's handle takes as its job id (a submit that fails
+        after this, Redis being down, leaves a lease no one renews: it runs out)."""
+        lease_id = uuid.uuid4().hex
+        if not self.broker.acquire_lease(client, lease_id, self.per_client):
             raise limit_reached(self.per_client)
+        return lease_id
 
-    def _enqueue(self, key, source, options, client, env_id) -> Run:
+    def enqueue(self, key, source, options, client, env_id) -> Run:
         run_id, position = self.broker.start_run(key, source, options.to_dict(), env_id, client)
         run = self._watch(run_id, key, source, options, env_id)
         run.emit({"type": "status", "status": "queued", "position": position})
         return run
 
-    def _add(self, handle: Handle) -> Handle:
-        if not handle.is_finished:  # a live submit (a stored answer holds no lease)
-            handle.id = self._admitted
-        remote = getattr(handle.run, "remote", None)
+    def add(self, handle: Handle) -> Handle:
+        """Saved in Redis too, so that any web server answers for its job id."""
+        run = handle.run
+        remote = run.remote if isinstance(run, FollowedRun) else None  # else a stored answer
         self.broker.save_handle(handle.id, {"run": remote, "key": handle.key,
                                             "client": handle.client})
-        return super()._add(handle)
+        return super().add(handle)
 
-    def get(self, job_id: str) -> Handle | None:
-        """This server's handle, or one another server made (adopted: its run followed here)."""
-        handle = super().get(job_id)
-        if handle is not None:
-            return handle
+    def lookup(self, job_id: str) -> Handle | None:
+        """A handle another server made (adopted: its run followed here)."""
         meta = self.broker.load_handle(job_id)
         if meta is None:
             return None
-        with self._lock:
+        with self.lock:
             run = self._adopt(meta["run"]) if meta["run"] else self._stored_run(meta["key"])
-            if run is None:
-                return None
-            handle = Handle(run, meta["client"])
-            handle.id = job_id
-            self._handles[job_id] = handle
-            return handle
+            return run and Handle(run, meta["client"], job_id)
 
     def cancel(self, handle: Handle) -> None:
         super().cancel(handle)
         if handle.detached:
             self.broker.release_leases([(handle.client, handle.id)])
         run = handle.run
-        remote = getattr(run, "remote", None)
-        if remote and run.job.cancelled:
-            self.broker.cancel(remote, run.env_id, run.key)
+        if isinstance(run, FollowedRun) and run.job.cancelled:
+            self.broker.cancel(run.remote, run.env_id, run.key)
 
     def environments(self) -> list[dict]:
         environments = self.broker.environments()
@@ -192,7 +193,7 @@ class BrokerManager(JobManager):
         return Run.stored(key, Options.from_dict(stored["options"]), stored["result"],
                           self.store.get)
 
-    def _adopt(self, run_id: str) -> Run | None:
+    def _adopt(self, run_id: str) -> FollowedRun | None:
         """The local run following `run_id`, made from the stream's first entry if needed."""
         if run_id in self._following:
             return self._following[run_id]
@@ -203,10 +204,8 @@ class BrokerManager(JobManager):
                            Options.from_dict(origin["options"]), origin["env_id"])
 
     def _watch(self, run_id: str, key: str, source: str, options: Options,
-               env_id: str | None = None) -> Run:
-        run = Run(key, source, options)
-        run.remote, run.cursor, run.env_id = run_id, "0", env_id
-        self._following[run_id] = run
+               env_id: str | None = None) -> FollowedRun:
+        run = self._following[run_id] = FollowedRun(run_id, key, source, options, env_id)
         return run
 
     def _follow(self) -> None:
@@ -231,40 +230,41 @@ class BrokerManager(JobManager):
                 log.exception("following runs")
                 self._closed.wait(1.0)
 
-    def _apply(self, run: Run, kind: str, data) -> None:
+    def _apply(self, run: FollowedRun, kind: str, data) -> None:
+        """One entry of a run's stream (compiler_core/cluster/protocol.py lists them)."""
         if kind == "queued" and run.env_id is None:
             run.env_id = data["env_id"]
-        elif kind == "started":
+        elif kind == "started":  # the slot's job's steps, replayed into this run's job
             run.job.started(data["user_file"])
         elif kind == "record":
             run.job.add_record(data)
-        elif kind == "retry":  # the slot died: a fresh job for the next attempt's records
-            run.job = Job(run.source, Options.from_dict(run.options), listener=run.emit)
-            run.emit({"type": "status", "status": "queued", "message": data["message"]})
+        elif kind == "retry":  # the slot died
+            run.requeue(data["message"])
         elif kind == "result":
-            self._finish(run, data)
+            self.finish(run, data)
             self.broker.dispatch(run.env_id)  # its slot is free: the next client's turn
 
-    def _finish(self, run: Run, result: dict | None, message: str | None = None) -> None:
-        if result is not None and (result.get("error") or {}).get("type") != ErrorKind.CANCELLED:
-            with contextlib.suppress(BrokerDown):
-                self.store.put(run.key, run.source, run.options, result)
-        run.finish(result, message=message)
-        with self._lock:
+    def finish(self, run: FollowedRun, result: dict | None, message: str | None = None) -> None:
+        """`JobManager.finish`, then stop following the run and end its submits' leases."""
+        super().finish(run, result, message)
+        with self.lock:
             self._following.pop(run.remote, None)
-            self._end(run)
         with contextlib.suppress(BrokerDown):  # else they run out (leases.LEASE_S)
             self.broker.release_leases([(h.client, h.id) for h in run.live_handles()])
+
+    def keep(self, run: Run, result: dict) -> None:
+        """With Redis down the result is kept in this server's memory only (`RedisStore`)."""
+        with contextlib.suppress(BrokerDown):
+            super().keep(run, result)
 
     def _check(self, cursors: dict) -> None:
         """Renew the leases of live submits; retry or fail jobs of dead slots; end runs whose
         stream Redis lost."""
-        self.broker.renew_leases([(h.client, h.id) for h in list(self._handles.values())
-                                  if not h.is_finished])
+        self.broker.renew_leases([(h.client, h.id) for h in self.live()])
         env_ids = {run.env_id for run in self._following.values() if run.env_id}
         self.broker.reap(env_ids)
         for run_id in self.broker.lost_runs(cursors):
             run = self._following.get(run_id)
             if run is not None:
-                self._finish(run, None, "the broker lost this run (was Redis restarted without "
-                                        "persistence?); submit it again")
+                self.finish(run, None, "the broker lost this run (was Redis restarted without "
+                                       "persistence?); submit it again")

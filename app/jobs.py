@@ -10,6 +10,14 @@ Events are append-only and numbered, so an SSE client that reconnects resumes wh
 (`Last-Event-ID`). Event types: `status` (queued / running), `stage` (one per stage of a compile
 id, as its first record arrives), `done` (the last one; the client then fetches the job). A
 detached handle's events are its run's up to the detach, then its own `done`.
+
+The lifecycle is stated once, here, for both managers (`manager.JobManager` with local workers,
+`broker.BrokerManager` with Redis): the states and where each may go (`MOVES`), the `Lifecycle`
+that moves on events and numbers them, and `done_event`, the last event of a run or a handle.
+A run's engine `Job` tells it `running` and each stage (the job's listener, fed by a local
+worker or by the run's stream); the manager tells it `queued` (`Run.emit`), a retry
+(`Run.requeue`) and its end (`Run.finish`: through `JobManager.finish` for a queued run, at
+once for a stored answer, `Run.stored`).
 """
 
 from __future__ import annotations
@@ -20,9 +28,42 @@ import uuid
 
 from compiler_core import ErrorKind, Job, Options, empty_result
 
+QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+ENDS = (DONE, FAILED)
+# Where each state may go. A cancel ends `failed` with a `Cancelled` error (the API has these
+# four statuses). A retry tells `queued` again, but a run that started stays `running` until it
+# ends, as the API always said; nothing leaves an end.
+MOVES = {QUEUED: (RUNNING, *ENDS), RUNNING: ENDS, DONE: (), FAILED: ()}
+
 
 def brief(error: dict | None) -> dict | None:
     return error and {k: error.get(k) for k in ("type", "message", "line")}
+
+
+def done_event(key: str, error: dict | None, cached: bool = False) -> dict:
+    """The last event of a run or of a detached handle; its status is the end state."""
+    return {"type": "done", "status": FAILED if error else DONE, "key": key, "cached": cached,
+            "error": brief(error)}
+
+
+class Lifecycle:
+    """A run's state and the numbered events that told of it; readers wait on `changed`."""
+
+    def __init__(self) -> None:
+        self.state = QUEUED
+        self.events: list[dict] = []
+        self.ended: float | None = None  # when it moved to an end state (monotonic)
+        self.changed = threading.Condition()
+
+    def tell(self, event: dict) -> None:
+        """Append an event; a `status` or `done` event moves the state where `MOVES` allows."""
+        with self.changed:
+            if event.get("status") in MOVES[self.state]:
+                self.state = event["status"]
+                if self.state in ENDS:
+                    self.ended = time.monotonic()
+            self.events.append(event)
+            self.changed.notify_all()
 
 
 class Run:
@@ -30,25 +71,32 @@ class Run:
         self.key = key
         self.source = source
         self.options = options.to_dict()
+        self.life = Lifecycle()
         self.job = Job(source, options, listener=self.emit)  # the engine's handle, once it runs
-        self.status = "queued"
         self.result: dict | None = None
         self.message: str | None = None  # why a run failed without any result
         self.cached = False
         self._load = None  # a stored run's: reads its result again from the server's store
         self.handles: list[Handle] = []
-        self.finished: float | None = None
-        self.events: list[dict] = []
-        self.changed = threading.Condition()
 
-    # -- producer side (the run's runner thread)
+    @property
+    def status(self) -> str:
+        return self.life.state
+
+    @property
+    def finished(self) -> float | None:
+        return self.life.ended
+
+    # -- producer side (the manager, and the engine job's listener)
     def emit(self, event: dict) -> None:
-        """Append an event (the engine's job calls it for `running` and each stage)."""
-        with self.changed:
-            if event.get("status") == "running":
-                self.status = "running"
-            self.events.append(event)
-            self.changed.notify_all()
+        """Tell the run's lifecycle an event (`queued`, then the engine's `running` and stages)."""
+        self.life.tell(event)
+
+    def requeue(self, message: str) -> None:
+        """Its worker died and it runs again elsewhere: a fresh engine job for the next
+        attempt's records, and `queued` again saying why."""
+        self.job = Job(self.source, Options.from_dict(self.options), listener=self.emit)
+        self.emit({"type": "status", "status": QUEUED, "message": message})
 
     @classmethod
     def stored(cls, key: str, options: Options, result: dict, load) -> "Run":
@@ -68,10 +116,7 @@ class Run:
         self.result = None if self._load else result
         self.message, self.cached = message, cached
         error = result.get("error") if result else ErrorKind.SERVER_ERROR.error(message)
-        self.status = "failed" if error else "done"
-        self.finished = time.monotonic()
-        self.emit({"type": "done", "status": self.status, "key": self.key, "cached": cached,
-                   "error": brief(error)})
+        self.emit(done_event(self.key, error, cached))
 
     # -- consumer side (request threads)
     @property
@@ -92,8 +137,8 @@ class Run:
 class Handle:
     """One submit of a run; its id is the API's job id (unguessable: it is what cancels)."""
 
-    def __init__(self, run: Run, client: str):
-        self.id = uuid.uuid4().hex
+    def __init__(self, run: Run, client: str, handle_id: str | None = None):
+        self.id = handle_id or uuid.uuid4().hex
         self.run = run
         self.client = client
         self.created = time.monotonic()
@@ -121,7 +166,7 @@ class Handle:
 
     @property
     def status(self) -> str:
-        return "failed" if self.detached else self.run.status
+        return FAILED if self.detached else self.run.status
 
     def detach(self, message: str) -> None:
         """This client cancelled: end this handle now with what its run had so far."""
@@ -129,20 +174,21 @@ class Handle:
         partial = self.run.current_result() or empty_result()
         self._result = {**partial, "error": error}
         self._result.pop("partial", None)  # final for this handle
-        self._done = {"type": "done", "status": "failed", "key": self.key, "cached": False,
-                      "error": brief(error)}
-        with self.run.changed:
-            self._cut, self.detached = len(self.run.events), time.monotonic()
-            self.run.changed.notify_all()
+        self._done = done_event(self.key, error)
+        life = self.run.life
+        with life.changed:
+            self._cut, self.detached = len(life.events), time.monotonic()
+            life.changed.notify_all()
 
     def events_after(self, index: int, timeout: float) -> list[dict]:
         """Events numbered > index; waits up to `timeout` seconds for one when there is none."""
-        with self.run.changed:
-            if len(self.run.events) <= index + 1 and not self.is_finished:
-                self.run.changed.wait(timeout)
+        life = self.run.life
+        with life.changed:
+            if len(life.events) <= index + 1 and not self.is_finished:
+                life.changed.wait(timeout)
             if self.detached:
-                return (self.run.events[:self._cut] + [self._done])[index + 1:]
-            return self.run.events[index + 1:]
+                return (life.events[:self._cut] + [self._done])[index + 1:]
+            return life.events[index + 1:]
 
     def current_result(self) -> dict | None:
         return self._result if self.detached else self.run.current_result()

@@ -9,6 +9,11 @@
 - Cancelling a handle detaches it; the run is cancelled only when no live handle is left.
 - Each worker has one runner thread; the user's code only ever runs inside the worker's
   children, never in this process. Every finished result except a cancelled one is stored.
+
+These rules are the Redis manager's too (app/broker.py), which overrides public steps only: of a
+submit (`choose_environment`, `joinable`, `admit`, `enqueue`, `add`), of finding a job id
+(`lookup`), of a cancel, and of a run's end (`finish`, `keep`). Every queued run ends through
+`finish`, whichever path ended it (the lifecycle itself is app/jobs.py's).
 """
 
 from __future__ import annotations
@@ -16,12 +21,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 
-from compiler_core import (ErrorKind, Options, Worker, empty_result, engine_version,
+from compiler_core import (ErrorKind, FairQueue, Options, Worker, empty_result, engine_version,
                            environment_id, environment_identity)
 
 from .errors import ApiError
-from .fairqueue import FairQueue
 from .jobs import Handle, Run
 from .results import CachedStore
 from .store import Store, content_key
@@ -57,7 +62,9 @@ class JobManager:
         self._queue = FairQueue()
         self._handles: dict[str, Handle] = {}
         self._active: dict[str, Run] = {}  # content key -> queued or running run
-        self._lock = threading.Lock()
+        # Guards the handles and active runs (a scale-out manager's followed runs too); re-entrant
+        # because a cancel holding it may end a run, which takes it again.
+        self.lock = threading.RLock()
 
     def start(self) -> "JobManager":
         """Start the workers and their runner threads; returns at once (warm-up is ~15 s)."""
@@ -78,28 +85,31 @@ class JobManager:
     # -- requests
     def submit(self, source: str, options: Options, client: str,
                environment: str | None = None) -> Handle:
-        env_id, engine = self._environment(environment)
+        env_id, engine = self.choose_environment(environment)
         key = content_key(source, options.to_dict(), engine)
-        with self._lock:
+        with self.lock:
             self._prune()
-            run = self._joinable(key)
+            run = self.joinable(key)
             if run is None:
                 stored = self.store.get(key)
                 error = (stored["result"].get("error") or {}).get("type") if stored else None
                 if stored and not ErrorKind.is_transient(error):  # transient: run it again
                     run = Run.stored(key, options, stored["result"], self.store.get)
-                    return self._add(Handle(run, client))
-            self._admit(client)
+                    return self.add(Handle(run, client))
+            job_id = self.admit(client)
             if run is None:
-                run = self._active[key] = self._enqueue(key, source, options, client, env_id)
-            return self._add(Handle(run, client))
+                run = self._active[key] = self.enqueue(key, source, options, client, env_id)
+            return self.add(Handle(run, client, job_id))
 
-    def _admit(self, client: str) -> None:
-        """A 429 when `client` already has `per_client` submits queued or running."""
+    # -- the steps of a submit (app/broker.py replaces these)
+    def admit(self, client: str) -> str:
+        """The job id of `client`'s new live submit; a 429 when it already has `per_client`
+        submits queued or running."""
         if self.live_count(client) >= self.per_client:
             raise limit_reached(self.per_client)
+        return uuid.uuid4().hex
 
-    def _environment(self, requested: str | None) -> tuple[str | None, str]:
+    def choose_environment(self, requested: str | None) -> tuple[str | None, str]:
         """(environment id, engine string of the content key) a submit runs in."""
         if not self._workers:
             raise ApiError(503, "this server has no compile workers (read-only mode)")
@@ -108,12 +118,14 @@ class JobManager:
             raise ApiError(400, f"unknown environment {requested!r}; GET /api/status lists them")
         return requested, self.engine
 
-    def _joinable(self, key: str) -> Run | None:
+    def joinable(self, key: str) -> Run | None:
+        """The run a submit of `key` joins: queued or running, not being cancelled."""
         run = self._active.get(key)
         return None if run is None or run.job.cancelled else run  # being cancelled: start afresh
 
-    def _enqueue(self, key: str, source: str, options: Options, client: str,
-                 env_id: str | None) -> Run:
+    def enqueue(self, key: str, source: str, options: Options, client: str,
+                env_id: str | None) -> Run:
+        """A new run of `key`, queued for `client`'s turn (told `queued` with its place)."""
         if self._queue.qsize() >= self.max_queued:
             raise ApiError(503, f"the compile queue is full ({self.max_queued} jobs); "
                                 "try again in a minute")
@@ -140,7 +152,7 @@ class JobManager:
 
     def cancel(self, handle: Handle) -> None:
         """Detach this handle; cancel its run when no one else is waiting for it."""
-        with self._lock:
+        with self.lock:
             run = handle.run
             if handle.is_finished:
                 return
@@ -151,15 +163,29 @@ class JobManager:
                 return
             run.job.cancel()
             if self._queue.remove(run):
-                self._end(run)
-                run.finish(cancelled("cancelled before it started"))
+                self.finish(run, cancelled("cancelled before it started"))
 
     def get(self, job_id: str) -> Handle | None:
-        return self._handles.get(job_id)
+        """The handle of a job id: this server's, else one `lookup` finds."""
+        handle = self._handles.get(job_id)
+        if handle is None and (handle := self.lookup(job_id)) is not None:
+            with self.lock:
+                self._handles[job_id] = handle
+        return handle
+
+    def lookup(self, job_id: str) -> Handle | None:
+        """The handle of a job id this server did not make: none here (with Redis, one that
+        another web server made)."""
+        return None
+
+    def live(self) -> list[Handle]:
+        """The handles that are queued or running."""
+        with self.lock:
+            return [h for h in self._handles.values() if not h.is_finished]
 
     def live_count(self, client: str) -> int:
         """This client's handles that are queued or running."""
-        return sum(1 for h in self._handles.values() if h.client == client and not h.is_finished)
+        return sum(1 for h in self.live() if h.client == client)
 
     def result_for(self, key: str) -> dict | None:
         """The result under a content key: a live run's (maybe partial), else the stored one."""
@@ -169,13 +195,25 @@ class JobManager:
         stored = self.store.get(key)
         return stored["result"] if stored else None
 
-    def _add(self, handle: Handle) -> Handle:
+    def add(self, handle: Handle) -> Handle:
+        """Keep a submit's handle, so `get` answers for its job id."""
         self._handles[handle.id] = handle
         return handle
 
-    def _end(self, run: Run) -> None:
-        if self._active.get(run.key) is run:
-            del self._active[run.key]
+    # -- the end of a run
+    def finish(self, run: Run, result: dict | None, message: str | None = None) -> None:
+        """End a queued run, whatever ended it: store its result, tell its handles, and forget
+        it as its key's active run. `result` None: the engine failed (`message` says how)."""
+        if result is not None and (result.get("error") or {}).get("type") != ErrorKind.CANCELLED:
+            self.keep(run, result)  # a cancelled run is not stored: a new submit runs it
+        run.finish(result, message=message)
+        with self.lock:
+            if self._active.get(run.key) is run:
+                del self._active[run.key]
+
+    def keep(self, run: Run, result: dict) -> None:
+        """Store a run's result under its key, before its handles hear that it ended."""
+        self.store.put(run.key, run.source, run.options, result)
 
     def _prune(self) -> None:
         now = time.monotonic()
@@ -197,16 +235,11 @@ class JobManager:
             try:
                 self._run(worker, run)
             except Exception as exc:  # the engine failed, not the user's code: keep serving
-                run.finish(None, message=f"the compile engine failed: {type(exc).__name__}: {exc}")
-            finally:
-                with self._lock:
-                    self._end(run)
+                self.finish(run, None,
+                            message=f"the compile engine failed: {type(exc).__name__}: {exc}")
 
     def _run(self, worker: Worker, run: Run) -> None:
         if run.job.cancelled:
-            run.finish(cancelled("cancelled before it started"))
+            self.finish(run, cancelled("cancelled before it started"))
             return
-        result = worker.execute(run.job).result
-        if (result.get("error") or {}).get("type") != ErrorKind.CANCELLED:
-            self.store.put(run.key, run.source, run.options, result)
-        run.finish(result)
+        self.finish(run, worker.execute(run.job).result)

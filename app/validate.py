@@ -1,10 +1,10 @@
 """What requests may carry: POST /api/compile's body, JSON anywhere, `Last-Event-ID`.
 
-The engine checks option values; this checks what only the web side knows: which options a
-user may choose and their JSON types (both from the option specs in the engine's catalogue),
-the server's time limit cap (`MAX_TIMEOUT`, default 120 s, raised with `python -m app
---max-timeout S`), and that the source can be written as UTF-8 (JSON may carry lone
-surrogates such as "\\ud800", which no file can hold).
+Options go through the engine's one parse (`Options.from_dict`: the options a user may choose,
+their JSON types and values), given what only the web side knows: the server's time limit cap
+(`MAX_TIMEOUT`, default 120 s, raised with `python -m app --max-timeout S`). This also checks
+that the source can be written as UTF-8 (JSON may carry lone surrogates such as "\\ud800",
+which no file can hold).
 
 Everything here is a 400 (or 413) naming what is wrong, never a 500: JSON is parsed
 only after its size and nesting are checked (the json module recurses once per level, so a
@@ -19,38 +19,25 @@ import re
 
 from flask import current_app, request
 
-from compiler_core import Options, OptionsError, catalogue
+from compiler_core import Options, OptionsError
 
 from .errors import ApiError
 
 MAX_SOURCE_CHARS = 100_000
 MAX_BODY_CHARS = 1024 * 1024  # when the app sets no MAX_CONTENT_LENGTH
 MAX_TIMEOUT_S = 120.0
-JSON_TYPES = {"choice": str, "bool": bool, "number": (int, float)}
 MAX_JSON_DEPTH = 20  # the API's JSON nests 2 deep; a parse recurses once per level
 # A JSON string, or an unterminated one up to the end; possessive, so linear on any text.
 JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)')
 JSON_BRACKET = re.compile(r"[\[\]{}]")
 LAST_EVENT_ID = re.compile(r"[0-9]{1,9}")  # ASCII digits; ids count a job's events
-USER_OPTIONS = {option["name"]: JSON_TYPES[option["kind"]] for option in catalogue()["options"]}
 
 
 def parse_options(raw) -> Options:
-    """Only the options a user may choose, each of its JSON type; the engine checks values."""
-    if not isinstance(raw, dict):
-        raise ApiError(400, "'options' must be a JSON object")
-    for name, value in raw.items():
-        kind = USER_OPTIONS.get(name)
-        if kind is None:
-            raise ApiError(400, f"unknown option {name!r}; allowed: {', '.join(USER_OPTIONS)}")
-        if not isinstance(value, kind) or (kind != bool and isinstance(value, bool)):
-            raise ApiError(400, f"option {name!r} has the wrong type")
+    """The user's options under this server's timeout cap; what is wrong with them, a 400."""
     cap = float(current_app.config.get("MAX_TIMEOUT", MAX_TIMEOUT_S))
-    if raw.get("timeout", 0) > cap:
-        raise ApiError(400, f"option 'timeout' is at most {cap:g} s on this server (its "
-                            "--max-timeout)")
     try:
-        return Options.from_dict({"timeout": min(cap, Options().timeout), **raw})
+        return Options.from_dict(raw, user=True, max_timeout=cap)
     except OptionsError as exc:
         raise ApiError(400, str(exc)) from None
 

@@ -4,35 +4,41 @@
     result = Worker().run(source, Options(device="cpu"))
     # or, to follow it live:  job = Job(source, options, listener=print); worker.execute(job)
 
-This module is the engine's only public face: `app/`, `bench/` and other callers import from
-here, never from its subpackages. Importing it never loads torch (only job processes do):
-`supervisor/` is the caller's side, `runtime/` runs inside the job process, `report/` turns
-records into the result. It never imports Flask. The CLI is `torchbolt run SCRIPT.py`.
+This module is the engine's only public face, grouped by role: `app/`, `bench/` and the
+`torchbolt` command import from here, never from its subpackages, and every name here has such a
+caller (tests/test_boundaries.py holds both). Importing it never loads torch (only job processes
+do). The packages, lowest layer first: `wire` (the record format), `parsers` (PyTorch's printed
+text), `features` (one module per capability), `report` (records -> result), `present`
+(layout, figures, HTML), then `runtime` (the job process) beside `supervisor` (the caller's
+side), and `cluster` (Redis). It never imports Flask. The CLI is `torchbolt run SCRIPT.py`.
 """
 
+# Running scripts: the worker, a job and its options, errors and limits.
+from .errors import ErrorKind
+from .options import Options, OptionsError
+from .supervisor.job import Job, empty_result
+from .supervisor.sandbox import check as sandbox_check
+from .supervisor.worker import Worker
+# What the engine offers: the catalogue, the gallery and the lessons.
 from .catalogue import catalogue
+from .gallery import get_example, list_examples
+from .gallery.lessons import list_lessons
+from .gpu_gallery import list_examples as list_gpu_examples
+# Results: storing, indexing, graph views, static reports, uploaded TORCH_TRACE logs.
+from .present.graphview import GraphTooLarge, MalformedResult, graph_view
+from .present.static_html import PAGE_ASSETS, report_html
+from .report.index import result_index, stage_part
+from .report.result import RESULT_VERSION
+from .report.stored import compress_result, result_json
+from .report.trace_log import placeholder_source
+from .supervisor.uploads import TraceError, read_trace_folder
+# Serving: fair turns between clients, and the Redis scale-out.
 from .cluster.client import Broker, BrokerDown
-from .report.stored import compress_result, expand_result, result_json
 from .cluster.protocol import environment_id, environment_identity
 from .cluster.protocol import redact as redact_url
-from .errors import ErrorKind
-from .gallery import Example, get_example, list_examples
-from .gallery.lessons import Lesson, list_lessons
-from .gpu_gallery import list_examples as list_gpu_examples
-from .options import Options, OptionsError
-from .limits import limit
-from .present.graphview import GraphTooLarge, MalformedResult, graph_view
-from .report.index import result_index, stage_part
-from .report.result import RESULT_VERSION, build_result
-from .present.static_html import PAGE_ASSETS, report_html
-from .features import GRAPH_STAGES
-from .report.trace_log import placeholder_source, trace_result
-from .supervisor.job import Job, empty_result
+from .fairness import FairQueue
+# The notebook extension (`%load_ext torchbolt`).
 from .notebook import load_ipython_extension, unload_ipython_extension
-from .supervisor.uploads import TraceError, read_trace_folder
-from .supervisor.sandbox import SandboxCheck
-from .supervisor.sandbox import check as sandbox_check
-from .supervisor.worker import Worker, WorkerError
 
 
 def engine_version() -> dict:
@@ -52,12 +58,18 @@ def capture_this_process(stream, user_file: str):
     return attach(stream, user_file)
 
 
-__all__ = ["Broker", "BrokerDown", "ErrorKind", "Example", "GRAPH_STAGES", "GraphTooLarge", "Job",
-           "Lesson", "MalformedResult", "Options", "OptionsError", "PAGE_ASSETS", "SandboxCheck",
-           "TraceError", "Worker", "WorkerError",
-           "build_result", "capture_this_process", "catalogue", "compress_result", "empty_result",
-           "engine_version", "environment_id", "environment_identity", "expand_result",
-           "get_example", "graph_view", "limit", "list_examples", "list_gpu_examples",
-           "list_lessons", "load_ipython_extension", "placeholder_source", "read_trace_folder",
-           "redact_url", "report_html", "result_index", "result_json", "sandbox_check", "stage_part",
-           "trace_result", "unload_ipython_extension"]
+__all__ = [
+    # running scripts
+    "ErrorKind", "Job", "Options", "OptionsError", "Worker", "capture_this_process",
+    "empty_result", "engine_version", "sandbox_check",
+    # what the engine offers
+    "catalogue", "get_example", "list_examples", "list_gpu_examples", "list_lessons",
+    # results
+    "GraphTooLarge", "MalformedResult", "PAGE_ASSETS", "TraceError", "compress_result",
+    "graph_view", "placeholder_source", "read_trace_folder", "report_html", "result_index",
+    "result_json", "stage_part",
+    # serving
+    "Broker", "BrokerDown", "FairQueue", "environment_id", "environment_identity", "redact_url",
+    # notebook
+    "load_ipython_extension", "unload_ipython_extension",
+]

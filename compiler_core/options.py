@@ -3,6 +3,11 @@ CLI's flags and the page's controls (through the catalogue) all derive from it.
 
 `user` options are what a user may choose (CLI flags, the web form); the others are limits on
 the job as a whole (all its processes together), set by the server.
+
+Options from outside (the API's JSON, the CLI's flags, a job's spec in the job process) come in
+through one parse, `Options.from_dict`. How they become `torch.compile` arguments is here too:
+`compile_defaults` and the one table of rules on where a default fits, `COMPILE_RULES`, which
+the job process applies to each call through `compile_arguments` (this module imports no torch).
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ class OptionsError(ValueError):
     """An option has a value outside its allowed set."""
 
 
+JSON_TYPES = {"choice": str, "bool": bool, "number": (int, float)}
+
+
 @dataclass(frozen=True)
 class Option:
     name: str
@@ -39,6 +47,12 @@ class Option:
     user: bool = True  # users may choose it; else a server-side limit (positive numbers)
     min: float | None = None  # of a user's number
     max: float | None = None
+
+    def check_type(self, value) -> None:
+        """Raise OptionsError unless `value` has this kind's JSON type (a bool is no number)."""
+        kind = JSON_TYPES[self.kind]
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise OptionsError(f"option {self.name!r} has the wrong type")
 
     def check(self, value) -> None:
         """Raise OptionsError when `value` is not allowed."""
@@ -102,6 +116,38 @@ OPTIONS: tuple[Option, ...] = (
 )
 SPECS = {option.name: option for option in OPTIONS}
 USER_OPTIONS = tuple(option for option in OPTIONS if option.user)
+USER_SPECS = {option.name: option for option in USER_OPTIONS}
+
+
+@dataclass(frozen=True)
+class CompileRule:
+    """Where a job's default for torch.compile's `key` fits a call that leaves `key` unset:
+    each (argument, value) of `needs` holds in the job's defaults and in the call's arguments
+    merged over them, and those arguments hold none of `excludes`. Elsewhere it is left out."""
+    key: str
+    needs: tuple[tuple[str, object], ...] = ()
+    excludes: tuple[str, ...] = ()
+
+    def fits(self, defaults: dict, merged: dict) -> bool:
+        return (all(defaults.get(name) == value == merged.get(name) for name, value in self.needs)
+                and not any(name in merged for name in self.excludes))
+
+
+# A mode is Inductor's (another backend refuses it), and torch.compile refuses mode= beside
+# options=; a mode the call passes itself stays, as every explicit argument does.
+COMPILE_RULES: tuple[CompileRule, ...] = (
+    CompileRule("mode", needs=(("backend", "inductor"),), excludes=("options",)),
+)
+
+
+def compile_arguments(defaults: dict, explicit: dict) -> dict:
+    """One torch.compile call's arguments: the call's own (`explicit`) over the job's
+    `defaults`, less each default that `COMPILE_RULES` says does not fit the call."""
+    merged = {**defaults, **explicit}
+    for rule in COMPILE_RULES:
+        if rule.key not in explicit and not rule.fits(defaults, merged):
+            merged.pop(rule.key, None)
+    return merged
 
 
 def add_flags(parser) -> None:
@@ -116,8 +162,8 @@ def add_flags(parser) -> None:
 
 
 def from_flags(args) -> "Options":
-    """The options an argparse namespace (from `add_flags`) holds."""
-    return Options(**{option.name: getattr(args, option.name) for option in USER_OPTIONS})
+    """The options an argparse namespace (from `add_flags`) holds, parsed as the API's are."""
+    return Options.from_dict({name: getattr(args, name) for name in USER_SPECS}, user=True)
 
 
 def option_catalogue() -> list[dict]:
@@ -131,22 +177,34 @@ class _Methods:
             option.check(getattr(self, option.name))
 
     @classmethod
-    def from_dict(cls, raw: dict) -> "Options":
-        """Build from untrusted JSON: unknown keys are an error, not silently dropped."""
-        unknown = set(raw) - set(SPECS)
-        if unknown:
-            raise OptionsError(f"unknown option(s): {', '.join(sorted(unknown))}")
+    def from_dict(cls, raw, user: bool = False, max_timeout: float | None = None) -> "Options":
+        """The one parse of options from outside (untrusted JSON, flags, a job's spec): each
+        name known (`user`: one a user may choose), of its JSON type, then within
+        `max_timeout` (a server's cap, which the default follows), then its value checked."""
+        if not isinstance(raw, dict):
+            raise OptionsError("'options' must be a JSON object")
+        allowed = USER_SPECS if user else SPECS
+        for name, value in raw.items():
+            if name not in allowed:
+                raise OptionsError(f"unknown option {name!r}; allowed: {', '.join(allowed)}")
+            allowed[name].check_type(value)
+        if max_timeout is not None:
+            if raw.get("timeout", 0) > max_timeout:
+                raise OptionsError(f"option 'timeout' is at most {max_timeout:g} s on this "
+                                   "server (its --max-timeout)")
+            raw = {"timeout": min(max_timeout, SPECS["timeout"].default), **raw}
         return cls(**raw)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def compile_defaults(self) -> dict:
-        """Defaults applied to the script's torch.compile calls (explicit arguments win)."""
+        """Defaults for the script's torch.compile calls, as arguments; `compile_arguments`
+        puts each call's own over them and drops those that do not fit it."""
         defaults = {"backend": self.backend, "fullgraph": self.fullgraph}
         if self.dynamic != "auto":
             defaults["dynamic"] = self.dynamic == "true"
-        if self.mode != "default" and self.backend == "inductor":
+        if self.mode != "default":
             defaults["mode"] = self.mode
         return defaults
 

@@ -9,7 +9,7 @@ from compiler_core.parsers.fxgraph import fx_nodes, parse_type
 from app.graphview import graph_view
 from compiler_core.present.modulegroups import ModuleTree
 from app.store import Store, content_key, is_key
-from compiler_core import expand_result
+from compiler_core.report.stored import expand_result
 
 AOT_TEXT = '''class GraphModule(torch.nn.Module):
     def forward(

@@ -193,6 +193,21 @@ def test_one_client_cannot_starve_another(app):
     assert wait_for_job(x, first["job"])["status"] == "done"
 
 
+def test_the_fair_queue_takes_runs_by_round_then_queued_order():
+    """Each of a client's waiting runs takes a round of its own; within a round, queued order
+    decides, so a client never served does not jump ahead of one that queued first."""
+    queue = compiler_core.FairQueue()
+    for client, item in [("x", "x1"), ("x", "x2"), ("y", "y1"), ("y", "y2")]:
+        queue.put(client, item)
+    assert [queue.get(), queue.get()] == ["x1", "y1"]  # x2 waits a round: y1 goes first
+    assert queue.position_for("x") == 3 and queue.position_for("z") == 1
+    assert queue.get() == "x2"  # round 1 now, where y2 waits
+    queue.put("z", "z1")  # round 1 too, queued after y2
+    queue.put("y", "y3")
+    assert queue.remove("y3") and not queue.remove("y3")
+    assert [queue.get(), queue.get(), queue.qsize()] == ["y2", "z1", 0]
+
+
 def test_third_concurrent_job_of_a_client_is_refused(app):
     x, other = client_at(app, "10.5.0.1"), client_at(app, "10.5.0.2")
     jobs = [submit(x, endless(), timeout=20) for _ in range(2)]

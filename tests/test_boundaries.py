@@ -4,7 +4,9 @@
   (`from compiler_core import X`, X in `compiler_core.__all__`);
 - the engine's caller side (`supervisor/`) and its report (`report/`) never import the job
   process's code (`runtime/`), and never torch; `import compiler_core` / `import app` load no torch;
-- the engine never imports Flask; no module in `compiler_core/` or `app/` is over 400 lines.
+- the engine never imports Flask; no module in `compiler_core/` or `app/` is over 400 lines;
+- the engine's packages stand in layers (`LAYERS`): each imports only its own layer and those
+  below it, and no module is in an import cycle.
 """
 
 from __future__ import annotations
@@ -59,12 +61,78 @@ def test_app_and_bench_use_only_the_facade(path):
             assert set(names) <= set(compiler_core.__all__), f"{path} imports {names}"
 
 
-@pytest.mark.parametrize("side", ["supervisor", "report"])
+def test_every_facade_name_has_a_caller():
+    """`compiler_core.__all__` lists only what app/, bench/ or the command import."""
+    used = {name for path in FACADE_USERS for module, names in imported_modules(path)
+            if module == "compiler_core" for name in names}
+    assert set(compiler_core.__all__) - used == set()
+
+
+@pytest.mark.parametrize("side", ["supervisor", "cluster", "report", "features", "parsers",
+                                  "present"])
 def test_caller_side_and_report_never_import_the_job_runtime(side):
     for path in python_files(f"compiler_core/{side}"):
         for module, _ in imported_modules(path):
             assert not module.startswith("compiler_core.runtime"), f"{path} imports {module}"
             assert module.split(".")[0] != "torch", f"{path} imports {module}"
+
+
+# The engine's packages and top modules, lowest first. The job process (`runtime`) and the caller
+# side (`supervisor`) share a layer and never import each other; the Redis path (`cluster`) runs
+# jobs through the caller side.
+LAYERS = (("limits", "errors", "options", "fairness"), ("wire",), ("parsers",), ("features",),
+          ("report",), ("gallery",), ("gpu_gallery", "catalogue"), ("present",),
+          ("runtime", "supervisor"), ("cluster",), ("notebook", "__main__"), ("__init__",))
+LAYER_OF = {unit: index for index, units in enumerate(LAYERS) for unit in units}
+
+
+def engine_modules() -> dict[str, str]:
+    return {os.path.relpath(p, ROOT)[:-3].replace(os.sep, ".").removesuffix(".__init__"): p
+            for p in python_files("compiler_core")}
+
+
+def engine_imports(modules: dict[str, str], path: str) -> set[str]:
+    """The engine modules a file imports (`from pkg import module` names the module)."""
+    found = set()
+    for module, names in imported_modules(path):
+        submodules = {f"{module}.{name}" for name in names} & modules.keys()
+        found |= submodules or ({module} & modules.keys())
+    return found
+
+
+def unit_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_engine_package_has_a_layer():
+    assert {unit_of(m) for m in engine_modules()} == set(LAYER_OF)
+
+
+def test_engine_packages_import_only_their_layer_and_below():
+    modules = engine_modules()
+    for name, path in modules.items():
+        unit = unit_of(name)
+        for target in engine_imports(modules, path):
+            other = unit_of(target)
+            assert LAYER_OF[other] < LAYER_OF[unit] or other == unit, f"{name} imports {target}"
+
+
+def test_no_engine_module_is_in_an_import_cycle():
+    modules = engine_modules()
+    graph = {name: engine_imports(modules, path) - {name} for name, path in modules.items()}
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, f"import cycle: {' -> '.join(path[path.index(name):] + (name,))}"
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            visit(target, path + (name,))
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, ())
 
 
 def test_engine_never_imports_flask():
@@ -75,7 +143,9 @@ def test_engine_never_imports_flask():
 
 def test_importing_the_packages_loads_no_torch():
     modules = [os.path.relpath(p, ROOT)[:-3].replace(os.sep, ".").removesuffix(".__init__")
-               for p in python_files("compiler_core/supervisor", "compiler_core/report")]
+               for p in python_files("compiler_core/supervisor", "compiler_core/report",
+                                     "compiler_core/features", "compiler_core/parsers",
+                                     "compiler_core/present", "compiler_core/cluster")]
     code = ("import sys, importlib\n"
             f"for name in {['compiler_core', 'app', 'torchbolt', *modules]!r}:\n"
             "    importlib.import_module(name)\n"

@@ -10,7 +10,7 @@ import re
 import jsonschema
 import pytest
 
-from compiler_core import GRAPH_STAGES
+from compiler_core.features import GRAPH_STAGES
 from compiler_core.gallery import list_examples
 from explain_reference import explain_script
 
@@ -43,6 +43,14 @@ def test_script_ran_without_error(gallery_results, slug):
     assert result["error"] is None, result["error"]
     assert result["finished"] and result["stdout"]
     assert result["environment"]["torch"].startswith("2.")
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_record_has_the_type_its_feature_declared(gallery_results, slug):
+    """A real run's records all hold to their features' record types (a wrong declaration
+    would drop real data, naming it in stage_errors)."""
+    dropped = [e for e in gallery_results[slug]["stage_errors"] if "was dropped" in e["message"]]
+    assert dropped == []
 
 
 @pytest.mark.parametrize("slug", SLUGS)

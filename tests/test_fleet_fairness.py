@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 
 import pytest
 from test_scaleout import QUICK, Redis, script, spawn, wait_for
@@ -21,6 +22,7 @@ from test_scaleout import QUICK, Redis, script, spawn, wait_for
 from app import create_app
 from app.manager import limit_reached
 from app.serving import make_server
+from compiler_core import FairQueue
 from compiler_core.cluster import fairness, leases, protocol
 
 A, B, C, D = "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"
@@ -186,6 +188,25 @@ def test_runs_go_to_rq_round_robin_one_per_free_slot(scratch):
         served += take_from_rq(scratch, env)
     assert served == ["a1", "b1", "a2", "a3", "a4"]
     assert scratch.zcard(protocol.fair_key(env, "waiting")) == 0
+
+
+def test_one_rule_orders_the_embedded_queue_and_redis_alike(scratch):
+    """The same pushes and takes give the same service order in one web server's FairQueue and
+    in Redis (one slot): both follow compiler_core/fairness.py's rounds."""
+    env = "env-rule"
+    scratch.set(protocol.slot_key("fake-slot"), json.dumps({"env_id": env}), ex=60)
+    embedded, counts, local, fleet = FairQueue(), Counter(), [], []
+    for step in ["A", "A", "A", "B", "C", "take", "take", "B", "D"] + ["take"] * 5:
+        if step == "take":
+            local.append(embedded.get())
+            fairness.dispatch(scratch, env)
+            fleet += take_from_rq(scratch, env)
+        else:
+            counts[step] += 1
+            run = f"{step.lower()}{counts[step]}"
+            embedded.put(step, run)
+            queue_run(scratch, env, run, step)
+    assert local == fleet == ["a1", "b1", "c1", "d1", "a2", "b2", "a3"]
 
 
 def test_a_sent_run_holds_its_slot_until_its_result(scratch):

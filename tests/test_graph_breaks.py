@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from compiler_core import Options, build_result
+from compiler_core import Options
+from compiler_core.report.result import build_result
 from compiler_core.wire import read_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))

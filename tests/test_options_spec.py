@@ -14,7 +14,8 @@ from app.errors import ApiError
 from app.validate import parse_options
 from compiler_core import Options, OptionsError, catalogue
 from compiler_core.__main__ import parse_args
-from compiler_core.options import OPTIONS, USER_OPTIONS, option_catalogue
+from compiler_core.options import (COMPILE_RULES, OPTIONS, USER_OPTIONS, compile_arguments,
+                                  from_flags, option_catalogue)
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -46,6 +47,27 @@ def test_a_choice_outside_the_spec_is_refused(option):
     with pytest.raises(OptionsError, match=f"option '{option.name}' must be one of "
                                            f"{', '.join(option.choices)}; got 'nope'"):
         Options.from_dict({option.name: "nope"})
+
+
+def test_one_rule_table_decides_where_a_default_mode_fits():
+    """`COMPILE_RULES` alone, through `compile_arguments`: a default mode is kept with the
+    inductor backend, dropped for another backend or beside options=; the call's own stays."""
+    assert [rule.key for rule in COMPILE_RULES] == ["mode"]
+    inductor = Options(mode="max-autotune").compile_defaults()
+    assert compile_arguments(inductor, {})["mode"] == "max-autotune"
+    assert "mode" not in compile_arguments(inductor, {"backend": "eager"})
+    assert "mode" not in compile_arguments(inductor, {"options": {"trace.enabled": True}})
+    eager = Options(mode="max-autotune", backend="eager").compile_defaults()
+    assert "mode" not in compile_arguments(eager, {})
+    assert "mode" not in compile_arguments(eager, {"backend": "inductor"})
+    assert compile_arguments(eager, {"mode": "reduce-overhead"}) == {
+        "backend": "eager", "fullgraph": False, "mode": "reduce-overhead"}
+
+
+def test_the_cli_parses_its_flags_as_the_api_does():
+    with pytest.raises(OptionsError, match="option 'timeout' must be between 1 and 600"):
+        from_flags(parse_args(["run", "x.py", "--timeout", "601"]))
+    assert from_flags(parse_args(["run", "x.py", "--device", "cpu"])).device == "cpu"
 
 
 def test_catalogue_lists_exactly_the_user_options():

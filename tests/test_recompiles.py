@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from compiler_core import Options
-from compiler_core.features.recompile_reasons import SUMMARY_CHARS, one_line, user_paths
+from compiler_core.features.recompiles import SUMMARY_CHARS, one_line, user_paths
 
 SCRIPT = '''import torch
 

@@ -419,7 +419,8 @@ def test_a_worker_whose_process_cannot_start_says_why_at_once(tmp_path, monkeypa
     """A zygote that exits before it is ready (here its Python cannot import the engine) is a
     WorkerError within seconds naming the cause from its log, not a wait for the 300 s limit
     (seen on a GPU host whose packages lay on a PYTHONPATH the job's clean environment drops)."""
-    from compiler_core import Worker, WorkerError
+    from compiler_core import Worker
+    from compiler_core.supervisor.worker import WorkerError
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named jsonschema' >&2\nexit 1\n")
     fake.chmod(0o755)

@@ -23,7 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import compiler_core.report as report
-from compiler_core import build_result, compress_result, expand_result, result_index
+from compiler_core import compress_result, result_index
+from compiler_core.report.result import build_result
+from compiler_core.report.stored import expand_result
 from compiler_core.wire import RecordTail, parse_record, read_records
 from compiler_core.features.breaks import parse_break
 from compiler_core.parsers.common import fx_src_lines

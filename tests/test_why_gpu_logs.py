@@ -11,9 +11,10 @@ import os
 
 import pytest
 
-from compiler_core import Options, build_result
+from compiler_core import Options
+from compiler_core.report.result import build_result
 from compiler_core.wire import RecordWriter
-from compiler_core.features import why_gpu
+from compiler_core.features import autotune, cudagraphs
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "why_gpu_h200.json")
 
@@ -60,7 +61,7 @@ def h200():
 
 def test_skip_reason_from_a_real_h200_log_names_the_mutating_line(h200):
     probe = h200["mutated_input"]
-    report = why_gpu.cudagraphs(probe["records"], "/job/mutated_input.py")
+    report = cudagraphs.cudagraphs(probe["records"], "/job/mutated_input.py")
     (skip,) = report["skips"]
     assert skip["reason"].startswith("skipping cudagraphs due to mutated inputs (1 instances)")
     assert skip["line"] == 4  # x.add_(1)
@@ -70,7 +71,7 @@ def test_recordings_and_rerecord_from_a_real_h200_log(h200):
     """torch 2.11 there: a graph per new batch size, then the weight replaced by a new Parameter
     made Inductor record the graph again (its lines name no mode)."""
     probe = h200["sizes_and_new_weight"]
-    report = why_gpu.cudagraphs(probe["records"], "/job/sizes_and_new_weight.py")
+    report = cudagraphs.cudagraphs(probe["records"], "/job/sizes_and_new_weight.py")
     assert report["skips"] == []
     details = [r["detail"] for r in report["recordings"]]
     assert "Recording cudagraph tree for symint key 8" in details
@@ -85,7 +86,7 @@ def test_gpu_autotune_records_from_a_real_h200_run_mark_the_fastest(h200):
     probe = h200["max_autotune_mm"]
     records = [r for r in probe["records"] if r["name"] == "autotune_choices"]
     assert records
-    ops = why_gpu.autotuning(_Compile(records))
+    ops = autotune.autotuning(_Compile(records))
     (op,) = [op for op in ops if op["op"] == "mm"]
     assert any(c["name"].startswith("triton_mm") for c in op["choices"])
     assert op["winner"] == min(op["choices"], key=lambda c: c["ms"])["name"]
@@ -111,7 +112,7 @@ def test_rerecord_reason_survives_the_assertion_of_a_partition_function():
 
 
 class _Compile:
-    """The one method `why_gpu.autotuning` reads of a compile's records."""
+    """The one method `autotune.autotuning` reads of a compile's records."""
 
     def __init__(self, records):
         self.records = records
@@ -131,10 +132,10 @@ def test_hostile_records_are_bounded_and_conform():
                                    {"name": "d", "ms": True}, {"name": "e", "ms": 2.0}] * 100}}]
     result = build_result(junk, "/job/x.py")
     report = result["cudagraphs"]
-    assert len(report["skips"]) == why_gpu.ENTRIES and report["truncated"]
-    assert max(len(s["reason"]) for s in report["skips"]) <= why_gpu.TEXT
+    assert len(report["skips"]) == cudagraphs.ENTRIES and report["truncated"]
+    assert max(len(s["reason"]) for s in report["skips"]) <= cudagraphs.TEXT
     (op,) = result["compiles"][0]["autotuning"]
-    assert len(op["choices"]) <= why_gpu.ENTRIES and op["winner"] == "e"
+    assert len(op["choices"]) <= autotune.ENTRIES and op["winner"] == "e"
     assert all(c["ms"] in (None, 2.0) for c in op["choices"])
     assert not [e for e in result["stage_errors"] if e["stage"] == "schema"], result["stage_errors"]
 

@@ -142,7 +142,7 @@ def test_fusion_log_is_capped_per_graph_and_repeats_count_once():
     for i in range(why_logs.DECISIONS_PER_GRAPH + 5):
         handler.emit(_why_no_fuse(f"op{i}", f"op{i + 1}", "no shared data"))
     handler.emit(_why_no_fuse("op0", "op1", "no shared data"))  # the reorder round's repeat
-    end = logging.LogRecord(why_logs.capture.IR_LOGGERS["ir_post_fusion"], logging.INFO,
+    end = logging.LogRecord(why_logs.IR_LOGGERS["ir_post_fusion"], logging.INFO,
                             __file__, 0, "AFTER FUSION", None, None)
     handler.emit(end)
     (record,) = session.writer.records

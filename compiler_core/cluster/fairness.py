@@ -2,7 +2,8 @@
 
 RQ's queue is FIFO, so one client's burst would delay everyone queued after it. A run therefore
 waits here, and goes into its environment's RQ queue only when a slot of that environment is
-free (as app/fairqueue.py serves one web server's runner threads):
+free. Which run goes next is compiler_core/fairness.py's rule (`round_for`, `order_key`), the
+same one that serves one web server's runner threads; this module only keeps its state in Redis:
 
     torchbolt:fair:ENV          a hash: `round` (the round of the run sent last), `seq` (runs
                                 queued so far), `client:C` (the round of C's latest run),
@@ -10,44 +11,22 @@ free (as app/fairqueue.py serves one web server's runner threads):
     torchbolt:fair:ENV:waiting  runs waiting: score = their round, member = "SEQ:RUN"
     torchbolt:fair:ENV:sent     runs sent to RQ and not ended: score = deadline (Redis's clock)
 
-Each client's runs take one round each: a new run gets the current round, or the round after
-its client's latest run when that is later. The lowest round goes first and, within a round,
-the run queued first (members sort as text, SEQ is zero-padded). So while A's burst waits, B's
-and C's single runs go before A's second; a client's backlog delays each other client by at most
-one run per round.
+A sorted set orders by score, then by member as text: with the score `order_key`'s round and the
+member starting with its zero-padded SEQ, its order is `order_key`'s.
 
-Crash-safe by construction: queueing and taking out are Lua scripts; the hand-over is one
-WATCH/MULTI transaction that moves the run to `sent` and enqueues it into RQ together. No
-process owns a queue: any web server or slot may `dispatch` (every slot does on each heartbeat),
-and a sent run frees its place once its stream holds a `result` (from its slot, the reaper or a
-cancel), its stream is gone, or its deadline (RQ's own time limit) has passed.
+Crash-safe by construction: each change is one WATCH/MULTI transaction (redis-py retries it when
+another process changed the queue meanwhile), and the hand-over moves the run to `sent` and
+enqueues it into RQ in the same one. No process owns a queue: any web server or slot may
+`dispatch` (every slot does on each heartbeat), and a sent run frees its place once its stream
+holds a `result` (from its slot, the reaper or a cancel), its stream is gone, or its deadline
+(RQ's own time limit) has passed.
 """
 
 from __future__ import annotations
 
+from ..fairness import order_key, round_for
 from . import protocol
 from .reaper import enqueue, job_timeout, live_slots
-
-# KEYS: state, waiting; ARGV: run id, client, seconds to keep. Returns the run's rank (0: next).
-PUSH = """
-local current = tonumber(redis.call('HGET', KEYS[1], 'round') or 0)
-local latest = redis.call('HGET', KEYS[1], 'client:' .. ARGV[2])
-local round = current
-if latest then round = math.max(current, tonumber(latest) + 1) end
-local member = string.format('%012d:%s', redis.call('HINCRBY', KEYS[1], 'seq', 1), ARGV[1])
-redis.call('HSET', KEYS[1], 'client:' .. ARGV[2], round, 'run:' .. ARGV[1], member)
-redis.call('ZADD', KEYS[2], round, member)
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-redis.call('EXPIRE', KEYS[2], ARGV[3])
-return redis.call('ZRANK', KEYS[2], member)
-"""
-# KEYS: state, waiting; ARGV: run id. 1 when the run was waiting (it no longer is), else 0.
-REMOVE = """
-local member = redis.call('HGET', KEYS[1], 'run:' .. ARGV[1])
-if not member then return 0 end
-redis.call('HDEL', KEYS[1], 'run:' .. ARGV[1])
-return redis.call('ZREM', KEYS[2], member)
-"""
 
 
 def _keys(env_id: str) -> list[str]:
@@ -57,13 +36,39 @@ def _keys(env_id: str) -> list[str]:
 def push(conn, env_id: str, run_id: str, client: str) -> int:
     """Queue a run (its stream's first entry says what to run); returns how many runs of this
     environment wait ahead of it now."""
-    script = conn.register_script(PUSH)
-    return script(keys=_keys(env_id), args=[run_id, client, protocol.RUN_TTL_S])
+    state, waiting = _keys(env_id)
+    client_field = f"client:{client}"
+
+    def queue(pipe) -> None:
+        current, latest, seq = pipe.hmget(state, "round", client_field, "seq")
+        round_ = round_for(int(current or 0), None if latest is None else int(latest))
+        seq = int(seq or 0) + 1
+        score, tie = order_key(round_, seq)
+        member = f"{tie:012d}:{run_id}"
+        pipe.multi()
+        pipe.hset(state, mapping={"seq": seq, client_field: round_, f"run:{run_id}": member})
+        pipe.zadd(waiting, {member: score})
+        pipe.expire(state, protocol.RUN_TTL_S)
+        pipe.expire(waiting, protocol.RUN_TTL_S)
+        pipe.zrank(waiting, member)
+
+    return conn.transaction(queue, state, waiting)[-1]
 
 
 def remove(conn, env_id: str, run_id: str) -> bool:
     """Take a run out before it went into RQ (a cancel); False when it already went."""
-    return bool(conn.register_script(REMOVE)(keys=_keys(env_id), args=[run_id]))
+    state, waiting = _keys(env_id)
+    run_field = f"run:{run_id}"
+
+    def take_out(pipe) -> bool:
+        member = pipe.hget(state, run_field)
+        pipe.multi()
+        if member is not None:
+            pipe.hdel(state, run_field)
+            pipe.zrem(waiting, member)
+        return member is not None
+
+    return conn.transaction(take_out, state, waiting, value_from_callable=True)
 
 
 def dispatch(conn, env_id: str) -> int:

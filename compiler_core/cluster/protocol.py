@@ -10,10 +10,12 @@
     torchbolt:leases:CLIENT  a client's queued or running submits, as leases (leases.py)
     torchbolt:fair:ENV[:...] runs waiting for a slot of ENV, client by client (fairness.py)
 
-A run's stream is the job's record stream, as its worker slot reads it from the job: `started`
-(the script's path inside the job), one `record` per record, and a final `result`; a web server
-feeds these into a `Job` of its own, so partial results and stage events are the same as with
-a local worker. Entries hold zlib-compressed JSON.
+A run's stream is its lifecycle: `queued` (what it was queued with), then its slot's job's
+steps as the `Job` tells its mirror (supervisor/job.py): `started` (the script's path inside
+the job), one `record` per record, and a final `result` (`end_run` publishes it instead for a
+run whose slot died or that never reached one); `retry` when a dead slot's run is queued again
+(reaper.py). A web server takes a `Job` of its own through the same steps, so partial results
+and stage events are the same as with a local worker. Entries hold zlib-compressed JSON.
 """
 
 from __future__ import annotations

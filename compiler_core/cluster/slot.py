@@ -8,8 +8,8 @@ engine Worker locks that GPU's lock file around each job's timings (see host.py)
 At start the slot warms its engine Worker (the sandboxed zygote) and runs a probe job to learn
 its environment (torch, triton, device, device name), then heartbeats it every second and takes
 jobs from its environment's queue. RQ calls `run_remote` per job, in this process: the job runs
-in the sandbox like any other, its records are published to the run's stream as they arrive,
-and a cancel flag set by a web server cancels it.
+in the sandbox like any other, its steps (start, each record, result: `Job`'s mirror) are
+published to the run's stream as they happen, and a cancel flag set by a web server cancels it.
 """
 
 from __future__ import annotations
@@ -37,26 +37,6 @@ DRAIN_S = 120  # how long a finished job waits for Redis to take its last entrie
 _state: "SlotState | None" = None  # this process's slot, for `run_remote` (RQ calls it by name)
 
 
-class StreamedJob(Job):
-    """A job whose start and records are also published to its run's stream."""
-
-    def __init__(self, run_id: str, publisher: protocol.Publisher, source: str,
-                 options: Options) -> None:
-        super().__init__(source, options)
-        self.run_id, self._publisher = run_id, publisher
-
-    def started(self, user_file: str) -> None:
-        super().started(user_file)
-        self._publisher.put(self.run_id, "started", {"user_file": user_file,
-                                                      "slot": _state.name if _state else None})
-
-    def add_record(self, record: dict) -> bool:
-        kept = super().add_record(record)
-        if kept:
-            self._publisher.put(self.run_id, "record", record)
-        return kept
-
-
 class SlotState:
     def __init__(self, name: str, url: str, device: str) -> None:
         self.name = name
@@ -68,33 +48,41 @@ class SlotState:
             self.worker.run(PROBE_SOURCE, Options(device=device))["environment"])
         self.env_id = protocol.environment_id(self.environment)
         self.publisher = protocol.Publisher(self.conn)
-        self.current: StreamedJob | None = None
+        self.current: tuple[str, Job] | None = None  # (run id, its job) while one runs
+
+    def publish_steps(self, run_id: str):
+        """A job's mirror: each of its steps as an entry of its run's stream (`started` also
+        names this slot)."""
+        def publish(step: str, data: dict) -> None:
+            if step == "started":
+                data = {**data, "slot": self.name}
+            self.publisher.put(run_id, step, data)
+        return publish
 
     def heartbeat(self) -> None:
         """Say this slot is alive (and what it runs); cancel its job when asked to."""
-        job = self.current
+        run_id, job = self.current or (None, None)
         self.conn.set(protocol.slot_key(self.name), json.dumps({
             **self.environment, "env_id": self.env_id, "host": socket.gethostname(),
-            "busy": job.run_id if job else None}), ex=protocol.HEARTBEAT_TTL_S)
-        if job and not job.cancelled and self.conn.exists(protocol.cancel_key(job.run_id)):
+            "busy": run_id}), ex=protocol.HEARTBEAT_TTL_S)
+        if job and not job.cancelled and self.conn.exists(protocol.cancel_key(run_id)):
             job.cancel()
 
 
 def run_remote(run_id: str, key: str, source: str, options: dict, attempt: int) -> None:
     """RQ's job function: run one attempt of a run here and publish its result."""
     state = _state
-    job = StreamedJob(run_id, state.publisher, source, Options.from_dict(options))
+    job = Job(source, Options.from_dict(options), mirror=state.publish_steps(run_id))
     if state.conn.exists(protocol.cancel_key(run_id)):
         job.cancel()  # cancelled while queued: the engine ends it before it starts
-    state.current = job
+    state.current = run_id, job
     try:
-        result = state.worker.execute(job).result
+        state.worker.execute(job)  # publishes the result as it finishes the job
     except WorkerError as exc:
-        result = build_result([], "", {"options": options,
-                                       "error": ErrorKind.WORKER_ERROR.error(str(exc))})
+        job.finish(build_result([], "", {"options": options,
+                                         "error": ErrorKind.WORKER_ERROR.error(str(exc))}))
     finally:
         state.current = None
-    state.publisher.put(run_id, "result", result)
     state.publisher.drain(DRAIN_S)
     protocol.release_active(state.conn, key, run_id)
 

@@ -1,25 +1,50 @@
-"""The stage registry: every stage module, in the order the page lists their stages.
+"""The feature registry: one module per capability, in the order the result is built and the
+page lists their stages.
 
-A module declares `SPECS` (one `spec.Stage` per stage it produces). Modules of per-compile
-artifacts (`field == "stages"`) also define `extract(compile_records) -> {stage: artifact}`;
-`kernels` and `timings` are filled by result.py from their own records. Adding a stage is one
-module plus one line here.
+Each module ends with a `spec.Feature`: its capture attachment (run in the job process before
+the script, `runtime/runner.py`), its record types (held at the trust boundary,
+`report/result.py`), its stage extraction and its parts of the result. Adding a capability is one
+module plus one line here; everything below derives from the declarations.
 """
 
-from . import (aot, bytecode, decomp, dynamo, export, guards, inductor, kernels, metrics, timings, torchscript, triton_ir)
-from .breaks import PROGRESS
-from .spec import Stage
+from . import (aot, autotune, breaks, bytecode, calls, census, cudagraphs, decomp, dynamo,
+               export, frames, fusion, guards, inductor, job, kernels, metrics, recompiles, saved,
+               timings, torchscript, triton_ir)
+from .spec import Feature, Part, RecordType, Stage
 
-MODULES = (bytecode, dynamo, guards, aot, decomp, inductor, kernels, timings, metrics, triton_ir,
-           export, torchscript)
-
-STAGES: tuple[Stage, ...] = tuple(spec for module in MODULES for spec in module.SPECS)
-EXTRACTORS = tuple(m for m in MODULES if all(spec.field == "stages" for spec in m.SPECS))
+# Order matters where a part reads another's: kernels before triton_ir (which annotates them)
+# and fusion; recompiles before calls; export's packages after its programs. Attachments run in
+# this order too: the IR loggers (inductor) before the fusion log that ends on one (fusion), the
+# compile recorder (calls) before the AOTInductor one that wraps its compile (export).
+_LISTED: tuple[Feature, ...] = tuple(m.FEATURE for m in (
+    job, frames, bytecode, dynamo, guards, aot, saved, decomp, inductor, kernels, timings,
+    metrics, triton_ir, fusion, autotune, breaks, recompiles, calls, export, torchscript,
+    cudagraphs))
+STAGES: tuple[Stage, ...] = tuple(spec for feature in _LISTED for spec in feature.stages)
 STAGE_NAMES = tuple(spec.name for spec in STAGES if spec.field == "stages")
 GRAPH_STAGES = tuple(spec.name for spec in STAGES if spec.graph)
+FEATURES: tuple[Feature, ...] = _LISTED + (census.feature(GRAPH_STAGES),)
+
+ATTACHMENTS: tuple[str, ...] = tuple(dict.fromkeys(a for f in FEATURES for a in f.attach))
+
+
+def _record_types() -> dict[str, tuple[str, RecordType]]:
+    """Record name -> (its feature, its type); a name has one owner."""
+    owners: dict[str, tuple[str, RecordType]] = {}
+    for feature in FEATURES:
+        for record_type in feature.records:
+            assert record_type.name not in owners, f"{record_type.name} declared twice"
+            owners[record_type.name] = (feature.name, record_type)
+    return owners
+
+
+RECORD_TYPES = _record_types()
 
 # Which stage a record announces, for progress lines and live events (first spec wins).
-RECORD_STAGE: dict[str, str] = {**PROGRESS}
+RECORD_STAGE: dict[str, str] = {**breaks.PROGRESS, **recompiles.PROGRESS}
 for _spec in STAGES:
     for _record in _spec.records:
         RECORD_STAGE.setdefault(_record, _spec.name)
+
+__all__ = ["ATTACHMENTS", "FEATURES", "GRAPH_STAGES", "RECORD_STAGE", "RECORD_TYPES", "STAGES",
+           "STAGE_NAMES", "Feature", "Part", "RecordType", "Stage"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..parsers.common import artifact, fx_src_lines
-from .spec import Stage
+from .spec import Feature, Stage, record
 
 SPECS = tuple(
     Stage(f"aot_{part}", label, f"AOTAutograd {title}", "python", records=(f"aot_{part}_graph",),
@@ -24,3 +24,7 @@ def extract(compile_records) -> dict:
                                       spec.language, text,
                                       fx_src_lines(text, compile_records.user_file))
     return out
+
+
+FEATURE = Feature("aot", records=tuple(record(spec.records[0]) for spec in SPECS), stages=SPECS,
+                  extract=extract)

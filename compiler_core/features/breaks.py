@@ -1,21 +1,20 @@
-"""Graph breaks and recompiles, run-level lists built from PyTorch's own messages.
+"""Graph breaks, a run-level list built from PyTorch's own messages.
 
 A break is reported by Dynamo as the `dynamo_graph_break_reason` artifact of the compile it ended;
 the code after it resumes in a new frame named `torch_dynamo_resume_in_<fn>_at_<line>`, whose
-compile id is the break's `resumes_in`. A recompile is the `recompile_reasons` artifact of the new
-compile id, naming the cache entry whose guard failed (`0/0: tensor 'x' size mismatch ...`).
+compile id is the break's `resumes_in`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import textwrap
 
 from ..parsers.common import is_user_file, last_user_line
+from .spec import Feature, Part, record
 
-# Not stages but run-level lists; their records are still announced live, under these names.
-PROGRESS = {"dynamo_graph_break_reason": "graph_break", "recompile_reasons": "recompile"}
+# Not a stage but a run-level list; its records are still announced live, under this name.
+PROGRESS = {"dynamo_graph_break_reason": "graph_break"}
 
 HEADER = "Graph break in user code at "
 REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)")
@@ -23,7 +22,6 @@ FIELDS = ("Explanation", "Hint", "Developer debug context")
 URL = re.compile(r"https://\S+")
 GB_CODE = re.compile(r"/gb/(?P<code>gb\d+)\.html")  # in the link PyTorch gives for its break
 FRAME_BLOCK = re.compile(r'(  File "([^"]+)", line \d+, in .*\n(?:    .*\n)*)')
-PREVIOUS = re.compile(r"^(?P<previous>\d+/\d+): (?P<reason>.*)$", re.S)
 
 
 def _user_traceback(text: str, user_file: str) -> str:
@@ -167,19 +165,7 @@ def graph_breaks(records: list[dict], compiles: list[dict], user_file: str) -> l
     return breaks
 
 
-def recompiles(records: list[dict]) -> list[dict]:
-    out = []
-    for record in records:
-        if record["name"] != "recompile_reasons":
-            continue
-        payload = record["payload"] or ""
-        try:
-            reasons = json.loads(payload)
-        except ValueError:
-            reasons = [payload]
-        for reason in reasons if isinstance(reasons, list) else [reasons]:
-            match = PREVIOUS.match(str(reason).strip())
-            out.append({"compile_id": record["compile_id"],
-                        "previous": match["previous"] if match else None,
-                        "reason": (match["reason"] if match else str(reason)).strip()})
-    return out
+FEATURE = Feature(
+    "breaks", records=(record("dynamo_graph_break_reason"),),
+    run_parts=(Part("graph_breaks",
+                    lambda run: graph_breaks(run.records, run.compiles, run.user_file), []),))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ..parsers.common import artifact, is_user_file
-from .spec import Stage
+from .spec import TEXT, Feature, Stage, record
 
 # One `bytecode` record holds both; it announces the transformed code, the part Dynamo wrote.
 SPECS = (Stage("bytecode_original", "Bytecode: original", "Original bytecode", "pycon"),
@@ -44,3 +44,7 @@ def extract(compile_records) -> dict:
         out[stage]["source"] = source
         out[stage]["source_note"] = None if source else "decompilation failed; dis only"
     return out
+
+
+FEATURE = Feature("bytecode", records=(record("bytecode", name=TEXT, filename=TEXT),),
+                  stages=SPECS, attach=("runtime.capture:attach_bytecode",), extract=extract)

@@ -1,10 +1,11 @@
 """`result["calls"]`: the calls timeline, one entry per call of a compiled callable in the order
 the script made them (the job's `call` records, see `runtime/calls.py` for what each field
 means and where it comes from), with the reason of each recompile from PyTorch's
-`recompile_reasons` (report/recompile_reasons.py): in one line, and whole.
+`recompile_reasons` (features/recompiles.py): in one line, and whole.
 """
 
 from __future__ import annotations
+from .spec import INTEGER, LIST, TEXT, Feature, Part, record
 
 
 def calls(records: list[dict], recompiles: list[dict]) -> list[dict]:
@@ -30,3 +31,23 @@ def _stated(recompiles: list[dict]) -> str:
     user's paths as the script's name."""
     return "\n".join(f"{r['previous']}: {r['detail']}" if r["previous"] else r["detail"]
                       for r in recompiles)
+
+
+def compiled_callables(records: list[dict]) -> list[dict]:
+    """Each torch.compile'd callable, with the argument signatures it was called with."""
+    calls_of: dict[int, list] = {}
+    for record in records:
+        if record["name"] == "compiled_call":
+            calls_of.setdefault(record["meta"]["callable"], []).append(record["meta"]["arguments"])
+    return [{**r["meta"], "calls": calls_of.get(r["meta"]["index"], [])}
+            for r in records if r["name"] == "compiled_callable"]
+
+
+FEATURE = Feature(
+    "calls",
+    records=(record("compiled_callable", index=INTEGER, name=TEXT),
+             record("compiled_call", callable=INTEGER, arguments=LIST),
+             record("call", callable=INTEGER, outcome=TEXT, compile_id="text?")),
+    attach=("runtime.callables:attach",),
+    run_parts=(Part("calls", lambda run: calls(run.records, run.result["recompiles"]), []),
+               Part("compiled_callables", lambda run: compiled_callables(run.records), [])))

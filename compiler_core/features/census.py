@@ -9,7 +9,7 @@ the output are not ops). Distinct ops are counted by target: an ATen overload su
 from __future__ import annotations
 
 from ..parsers.fxgraph import stage_nodes
-from . import GRAPH_STAGES
+from .spec import Feature, Part
 
 OPS = ("call_function", "call_method", "call_module")
 NAMESPACES = ("aten.", "prims.", "torch.", "operator.", "_operator.")
@@ -23,10 +23,17 @@ def op_name(row: dict) -> str:
     return target
 
 
-def census(stages: dict) -> dict[str, dict]:
+def census(stages: dict, graph_stages: tuple[str, ...]) -> dict[str, dict]:
     out = {}
-    for name in GRAPH_STAGES:
+    for name in graph_stages:
         if name in stages:
             ops = [op_name(row) for row in stage_nodes(stages[name]) if row["op"] in OPS]
             out[name] = {"ops": len(ops), "distinct": len(set(ops))}
     return out
+
+
+def feature(graph_stages: tuple[str, ...]) -> Feature:
+    """The census reads every graph stage: the registry declares it with their names, once the
+    stage features are listed."""
+    return Feature("census", compile_parts=(
+        Part("census", lambda group, compiled: census(compiled["stages"], graph_stages), {}),))

@@ -8,7 +8,7 @@ example inputs, so it costs no real compute; symbolic sizes are specialised to t
 from __future__ import annotations
 
 from ..parsers.common import artifact, fx_src_lines
-from .spec import Stage
+from .spec import Feature, Stage, record
 
 # The job re-traces each Dynamo graph (compiler_core/runtime/views.py) and records the views.
 SPECS = (Stage("core_aten", "Core ATen (view)", "Core ATen (view)", "python",
@@ -32,3 +32,9 @@ def extract(compile_records) -> dict:
                                   fx_src_lines(text, compile_records.user_file))
         out[spec.name]["view"] = True
     return out
+
+
+# The views are traced after the script, by the runner (`CaptureSession.emit_views`), from the
+# graphs the dynamo feature's attachment keeps.
+FEATURE = Feature("decomp", records=(record("core_aten"), record("prims")), stages=SPECS,
+                  extract=extract)

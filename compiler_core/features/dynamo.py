@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..parsers.common import artifact, fx_src_lines
-from .spec import Stage
+from .spec import LIST, Feature, Part, Stage, record
+from ..parsers import names
 
 SPECS = (Stage("dynamo_graph", "Dynamo graph (Torch IR)", "Dynamo FX graph (Torch IR)", "python",
                records=("dynamo_output_graph",), graph=True),)
@@ -20,3 +21,15 @@ def extract(compile_records) -> dict:
     nodes = compile_records.first("fx_nodes")
     stage["nodes"] = nodes["meta"]["nodes"] if nodes else []
     return {"dynamo_graph": stage}
+
+
+def has_graph(group, compiled: dict) -> bool:
+    return "dynamo_graph" in compiled["stages"]
+
+
+FEATURE = Feature(
+    "dynamo", records=(record("dynamo_output_graph"), record("fx_nodes", nodes=LIST)),
+    stages=SPECS, attach=("runtime.capture:attach_backend_graphs",), extract=extract,
+    compile_parts=(Part(None, lambda group, compiled: names.annotate(compiled["stages"]),
+                        name="names"),
+                   Part("has_graph", has_graph, False)))

@@ -24,6 +24,7 @@ from ..parsers.common import artifact, fx_src_lines, join_sections, program_stag
 from .inductor import module_map
 from .kernels import describe
 from .spec import Stage
+from .spec import OBJECT, Feature, Part, record
 
 SPECS = (
     Stage("exported_program", "Exported program (torch.export)",
@@ -159,3 +160,12 @@ def aoti_stages(pid: str, meta: dict, user_file: str) -> dict:
             provenance.place([m[0] for m in maps], sections, []),
             provenance.place([m[1] for m in maps], sections, None))
     return out
+
+
+FEATURE = Feature(
+    "export", records=(record("export", stages=OBJECT), record("aoti_package"),
+                       record("aoti_timing")),
+    stages=SPECS, attach=("runtime.programs:attach", "runtime.aoti:attach"),
+    run_parts=(Part("exports", lambda run: programs(run.records, run.user_file), []),
+               Part(None, lambda run: attach_aoti(run.result["exports"], run.records,
+                                                  run.user_file), name="aoti")))

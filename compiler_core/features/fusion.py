@@ -14,6 +14,7 @@ separate loop nests. The records come from the job: every field is checked and b
 from __future__ import annotations
 
 from ..parsers.common import graph_labels, is_int
+from .spec import Feature, Part, record
 
 DECISIONS_PER_COMPILE = 1000
 NAME_CHARS = 200
@@ -92,3 +93,8 @@ def fusion(compile_records, kernels: list[dict]) -> dict | None:
 
 def _count(value) -> int:
     return value if is_int(value) and value > 0 else 0
+
+
+FEATURE = Feature(
+    "fusion", records=(record("fusion_log"),), attach=("runtime.why_logs:attach",),
+    compile_parts=(Part("fusion", lambda group, compiled: fusion(group, compiled["kernels"])),))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..parsers.common import artifact, is_user_file
-from .spec import Stage
+from .spec import Feature, Stage, record
 
 SPECS = (Stage("guards", "Guards", "Guards", "text", records=("dynamo_cpp_guards_str",)),)
 TREE_LINE = re.compile(r"^(?P<depth>(?:\| )*)\+- (?P<kind>\w+): (?P<body>.*)$")
@@ -113,3 +113,7 @@ def extract(compile_records) -> dict:
                      src_lines)
     stage["guards"] = guards
     return {"guards": stage}
+
+
+FEATURE = Feature("guards", records=(record("dynamo_cpp_guards_str"),), stages=SPECS,
+                  extract=extract)

@@ -4,8 +4,8 @@ Inductor compiles each AOT graph separately (forward, backward, or inference), s
 hold several of each; they are joined into one text with a labelled section per graph. The label
 comes from the `# AOT ID: ['0_forward']` header of the matching output module. The loop IR's lines
 map to the user lines of each op's origin nodes (`ir_origins` records); the output module's
-kernels line by line and its launches to theirs (`compiler_core.report.provenance`). The post-grad
-graph also gets `modules`, each node's module stack by node id (as `report.fxgraph` names them).
+kernels line by line and its launches to theirs (`compiler_core.parsers.provenance`). The post-grad
+graph also gets `modules`, each node's module stack by node id (as `parsers.fxgraph` names them).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 from ..parsers import nodelinks, provenance
 from ..parsers.common import artifact, fx_src_lines, graph_labels, join_sections, user_lines
 from .kernels import module_kernels, module_provenance
-from .spec import Stage
+from .spec import OBJECT, TEXT, Feature, Stage, record
 
 SPECS = (
     Stage("post_grad_graph", "Inductor post-grad graph", "Inductor post-grad graph", "python",
@@ -67,7 +67,7 @@ def node_modules(records: list[dict], labels: list[str]) -> dict[str, list]:
 
 def node_origins(compile_records, records: list[dict], labels: list[str]) -> dict:
     """`graph_labels` (one per graph) and `origins` (`label:name` -> its Dynamo nodes, see
-    `report.nodelinks`) of the post-grad graphs."""
+    `parsers.nodelinks`) of the post-grad graphs."""
     mappings = [module_provenance(compile_records, index)[0].get("postToPre")
                 for index in range(len(records))]
     seq_nrs = [record["meta"].get("seq_nrs") for record in records]
@@ -100,3 +100,14 @@ def extract(compile_records) -> dict:
             provenance.attach(out[stage], provenance.place(
                 ir_line_map(compile_records, stage, texts), sections, []))
     return out
+
+
+FEATURE = Feature(
+    "inductor",
+    records=(record("inductor_post_grad_graph"), record("ir_pre_fusion"),
+             record("ir_post_fusion"), record("ir_origins", stage=TEXT, ops=OBJECT),
+             record("inductor_output_code"),
+             record("inductor_provenance_tracking_kernel_stack_traces")),
+    stages=SPECS, attach=("runtime.capture:attach_ir_loggers",
+                          "runtime.capture:attach_post_grad_modules"),
+    extract=extract)

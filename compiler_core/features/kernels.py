@@ -17,6 +17,7 @@ import re
 from ..parsers import provenance
 from ..parsers.common import graph_label, user_lines
 from .spec import Stage
+from .spec import Feature, Part, record
 
 # A compile's `kernels` list; the page shows it as one text, each kernel with its nodes.
 SPECS = (Stage("kernels", "Kernels", "Generated kernels", "python", field="kernels"),)
@@ -110,3 +111,9 @@ def preview_kernels(preview: dict, user_file: str) -> list[dict]:
     parsed = {k["name"]: k for k in parse_kernels(preview["output_code"])}
     return [describe(parsed[k["name"]], graph, mapping, stacks, owners, user_file)
             for k in preview["kernels"] if k["name"] in parsed]
+
+
+FEATURE = Feature(
+    "kernels", records=(record("kernel_lines"),), stages=SPECS,
+    attach=("runtime.line_owners:attach",),
+    compile_parts=(Part("kernels", lambda group, compiled: extract_kernels(group), []),))

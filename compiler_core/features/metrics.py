@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..parsers.common import artifact
-from .spec import Stage
+from .spec import Feature, Part, Stage, record
 
 SPECS = (Stage("metrics", "Compilation metrics", "Compilation metrics", "json",
                records=("compilation_metrics",)),)
@@ -44,3 +44,10 @@ def explain_guard_counts(stages: dict) -> None:
         f"the Guards pane lists the {len(guards.get('guards', []))} checks of the guard tree "
         "built from them (shape relations and the checks on the way to each value included), "
         "so the two count different things")
+
+
+FEATURE = Feature(
+    "metrics", records=(record("compilation_metrics"), record("bwd_compilation_metrics")),
+    stages=SPECS, extract=extract,
+    compile_parts=(Part(None, lambda group, compiled: explain_guard_counts(compiled["stages"]),
+                        name="guard_counts"),))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from ..parsers.fxgraph import parse_graphs
+from .spec import Feature, Part
 
 SAVED_OUTPUT = "SavedForBackwardsAOTOutput("
 ITEM_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2,
@@ -71,3 +72,7 @@ def saved_activations(stages: dict) -> dict | None:
     dropped = max(0, len(saved) - VALUES_PER_LIST) + max(0, len(recomputed) - VALUES_PER_LIST)
     return {"saved": saved[:VALUES_PER_LIST], "recomputed": recomputed[:VALUES_PER_LIST],
             "saved_bytes": sum(v["bytes"] or 0 for v in saved), "dropped": dropped}
+
+
+FEATURE = Feature("saved_activations", compile_parts=(
+    Part("saved_activations", lambda group, compiled: saved_activations(compiled["stages"])),))

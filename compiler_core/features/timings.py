@@ -4,7 +4,36 @@ written by compiler_core/runtime/measure): eager vs compiled for every compiled 
 from __future__ import annotations
 
 from .spec import Stage
+from .spec import Feature, Part, record
 
 SPECS = (Stage("timings", "Timings (measured)", "Measured after the script ran: every compiled "
                "callable, eager vs compiled (the whole run)", "json", records=("timing",),
                field="timings", option="measure"),)
+
+
+# What Inductor's cpp.enable_kernel_profile adds to C++ kernels: a RECORD_FUNCTION per kernel
+# (older torch), or on torch 2.13 an RAIIAtenRecordFunctionHandle per kernel and the include of
+# the profiling helpers; the note quotes the first found.
+PROFILE_MARKERS = ("RECORD_FUNCTION", "RAIIAtenRecordFunctionHandle",
+                   "#include <torch/csrc/inductor/aoti_runtime/utils.h>")
+
+
+def note_kernel_profile(run) -> None:
+    """Say so on the output code of the compiles whose kernels carry the profiling lines."""
+    if run.first("kernel_profile") is None:
+        return
+    for compiled in run.compiles:
+        stage = compiled["stages"].get("output_code")
+        found = [m for m in PROFILE_MARKERS if stage and m in stage["text"]]
+        if found:
+            stage["source_note"] = (
+                f"torchbolt turned on Inductor's cpp.enable_kernel_profile so that its timings "
+                f"can time each kernel: `{found[0]}` in the kernels comes from it, and a plain "
+                "torch.compile run has no such line")
+
+
+FEATURE = Feature(
+    "timings", records=(record("timing"), record("kernel_profile")), stages=SPECS,
+    attach=("runtime.measure:attach",),
+    run_parts=(Part(None, note_kernel_profile, name="kernel_profile"),
+               Part("timings", lambda run: [r["meta"] for r in run.all("timing")], [])))

@@ -13,6 +13,7 @@ import re
 
 from ..parsers.common import is_user_file, program_stages
 from .spec import Stage
+from .spec import LIST, OBJECT, TEXT, Feature, Part, record
 
 SPECS = (
     Stage("torchscript_graph", "TorchScript graph", "TorchScript graph (inlined IR)", "text",
@@ -43,3 +44,10 @@ def programs(records: list[dict], user_file: str) -> list[dict]:
                     "warnings": meta["warnings"], "stages": program_stages(
                         SPECS, pid, meta["stages"], lambda text: _src_lines(text, user_file))})
     return out
+
+
+FEATURE = Feature(
+    "torchscript",
+    records=(record("torchscript", kind=TEXT, warnings=LIST, stages=OBJECT),),
+    stages=SPECS, attach=("runtime.programs:attach",),
+    run_parts=(Part("torchscript", lambda run: programs(run.records, run.user_file), []),))

@@ -17,6 +17,7 @@ from ..parsers.common import artifact, join_sections
 from .inductor import graph_labels, module_map
 from .kernels import extract_kernels, label, preview_kernels
 from .spec import Stage
+from .spec import LIST, TEXT, Feature, Part, record
 
 # Kernels that ran on the job's GPU, or the GPU preview's, announce the first of these stages.
 SPECS = tuple(
@@ -136,3 +137,16 @@ def compile_fields(compile_records) -> dict:
     """`gpu_preview` of one compile (its autotuning: `why_gpu.autotuning`)."""
     preview = compile_records.first("gpu_preview")
     return {"gpu_preview": preview_fields(compile_records, preview["meta"]) if preview else None}
+
+
+def _with_lowerings(group, compiled: dict) -> None:
+    annotate(compiled["kernels"], group)
+    compiled.update(compile_fields(group))
+
+
+FEATURE = Feature(
+    "triton_ir",
+    records=(record("triton_kernel", name=TEXT), record("triton_autotune", configs=LIST),
+             record("gpu_preview")),
+    stages=SPECS, extract=extract,
+    compile_parts=(Part(None, _with_lowerings, name="triton"),))

@@ -2,7 +2,7 @@
 
 The links are the result's own: each kernel lists the post-grad nodes it came from (`nodes`, from
 Inductor's provenance tracking) and their Dynamo graph nodes (`dynamo_nodes`); an AOT or Dynamo
-node reaches its kernels through the post-grad nodes it is or became (`report.nodelinks`).
+node reaches its kernels through the post-grad nodes it is or became (`parsers.nodelinks`).
 Times are the per-kernel rows the timings measured for the compiled callable that ran this
 compile (`timings[i].kernels.compiled`; a library kernel such as `extern_kernels.mm` is the
 profiler's `aten::mm`). A kernel's share is its time over the time of
@@ -17,7 +17,7 @@ NOT_KERNELS = {"framework"}
 def kernels_by_node(compiled: dict, stage: str, nodes: list[dict],
                     links: dict[str, dict]) -> dict[str, list[int]]:
     """Node id -> indices into the compile's kernel list: the kernels of the post-grad nodes the
-    node is or became (`links`, see `report.nodelinks`); a Dynamo node's also where a kernel
+    node is or became (`links`, see `parsers.nodelinks`); a Dynamo node's also where a kernel
     names it (`dynamo_nodes`)."""
     by_key: dict[str, list[int]] = {}
     for index, kernel in enumerate(compiled.get("kernels") or []):

@@ -1,7 +1,7 @@
 """The graph view of one stage (served by the web app, `GET /api/results/KEY/graph`, and
 embedded in static reports, so both draw the same layout): the items shown (nodes and collapsed module groups), the boxes of
 expanded groups, edges with their routes, positions, the kernel overlays, and each node's links
-to the other stages' nodes (`post`, `dynamo`: see `report.nodelinks`), ready to draw.
+to the other stages' nodes (`post`, `dynamo`: see `parsers.nodelinks`), ready to draw.
 
 What is expanded is either given (`expand`: the exact set of group ids, as the page keeps it while
 the user opens and closes groups) or chosen by `collapse`: "auto" (a readable first view, see

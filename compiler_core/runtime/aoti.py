@@ -44,7 +44,7 @@ import torch
 import torch._inductor
 
 from .callables import user_line
-from .capture import CaptureSession
+from .session import CaptureSession
 
 AOT_CODE = {"inductor_aot_wrapper_code": "wrapper", "inductor_aot_kernel_code": "kernels"}
 PROVENANCE = {"inductor_provenance_tracking_node_mappings": "node_mappings",
@@ -243,3 +243,11 @@ class AotiRecorder:
         self.writer.emit("aoti_timing", None, None, export=index, load_s=round(load_s, 6),
                          first_call_s=round(first_call_s, 6),
                          jit_first_call_s=round(jit_first_call_s, 4))
+
+
+def attach(session: CaptureSession) -> None:
+    """Record the script's AOTInductor builds; after `programs` and `callables`, whose recorders
+    it reads (the exports it packages, the real `torch.compile` for the JIT's first call)."""
+    session.aoti = AotiRecorder(session, session.programs, session.device,
+                                session.compiled.real_compile)
+    session.aoti.install()

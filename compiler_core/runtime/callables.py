@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
+from ..options import compile_arguments
 from ..wire import RecordWriter
 from .calls import CallTimeline
+from .session import CaptureSession
 
 MAX_SIGNATURES = 4  # distinct argument signatures kept per callable
 ARGUMENT_CHARS = 80  # of each argument's description in a call record
@@ -127,9 +129,7 @@ class CompileRecorder:
     def compile(self, model=None, **kwargs):
         if model is None:  # used as @torch.compile(...) with arguments
             return lambda fn: self.compile(fn, **kwargs)
-        merged = {**self.defaults, **kwargs}
-        if "mode" not in kwargs and (merged.get("backend") != "inductor" or "options" in kwargs):
-            merged.pop("mode", None)  # a default mode only fits inductor, and excludes options
+        merged = compile_arguments(self.defaults, kwargs)
         compiled = self.real_compile(model, **merged)
         entry = CompiledCallable(len(self.callables), getattr(model, "__qualname__", None)
                                  or type(model).__name__,
@@ -200,3 +200,11 @@ class CompileRecorder:
         self.writer.emit("compiled_call", None, None, callable=entry.index,
                          arguments=list(signature))
         return entry.calls[-1]
+
+
+def attach(session: CaptureSession) -> None:
+    """Record the script's `torch.compile` calls, with the job's options as defaults and each
+    call on the session's timeline; `session.compiled` is what the timings replay."""
+    session.compiled = CompileRecorder(session.writer, session.options.compile_defaults(),
+                                       session.user_file, timeline=CallTimeline(session))
+    session.compiled.install()

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
 
-from .capture import CaptureSession
+from .session import CaptureSession
 
 MAX_CALLS = 300  # a script's loop would otherwise fill the timeline
 

@@ -1,7 +1,7 @@
 """Capture hooks, attached inside the worker child before the user's script runs.
 
-Everything comes from PyTorch's own capture points (see shared/DESIGN.md):
-- the structured trace (`torch._logging._internal.trace_log`), the source of most stages;
+Everything comes from PyTorch's own capture points (see shared/DESIGN.md); besides the structured
+trace (`session.py`, attached before every feature), the hooks here:
 - `register_bytecode_hook`, for the original and transformed bytecode of every frame;
 - Inductor's `ir_pre_fusion` / `ir_post_fusion` artifact loggers, for the loop-level IR;
 - the backend call (`_TorchCompileInductorWrapper.__call__` / `_TorchCompileWrapper.__call__`,
@@ -9,79 +9,24 @@ Everything comes from PyTorch's own capture points (see shared/DESIGN.md):
   `GraphModule` for the node table and the Core ATen / prims views;
 - Inductor's `post_grad_custom_post_pass`, which sees each post-grad graph, for its nodes' module
   stacks and autograd sequence numbers (the printed post-grad graph has neither).
-The hooks of one job share its `CaptureSession`, which the steps after the script read too.
+Each `attach_*` function is one feature's attachment ("runtime.capture:attach_bytecode" ...),
+called with the job's `CaptureSession` (`features.ATTACHMENTS`, in the runner).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dis
 import functools
 import io
 import logging
-import os
 
 import torch
 import torch._inductor.config
-from torch._guards import CompileContext
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
-from ..wire import RecordWriter
-from ..report.trace_log import TraceConverter
-from . import line_owners, why_logs
 from .def_lines import def_line
-from .views import module_stack, node_table, root_module, trace_views
-
-IR_LOGGERS = {
-    "ir_pre_fusion": "torch._inductor.debug.__ir_pre_fusion",
-    "ir_post_fusion": "torch._inductor.debug.__ir_post_fusion",
-}
-
-
-def current_compile_id() -> str | None:
-    cid = CompileContext.current_compile_id()
-    return str(cid) if cid is not None else None
-
-
-class TraceHandler(logging.Handler):
-    """Turns structured-trace log records into torchbolt records (the conversion is shared with
-    the reader of TORCH_TRACE log files, report/trace_log.py)."""
-
-    def __init__(self, session: CaptureSession):
-        super().__init__(logging.DEBUG)
-        self.session = session
-        self.converter = TraceConverter()
-        # trace_log sends each filename once, as an id; those interned before this handler
-        # (the zygote's warm-up compile) come from torch's own table.
-        from torch._logging.structured import INTERN_TABLE
-        self.converter.interned.update({index: name for name, index in INTERN_TABLE.items()})
-
-    def emit(self, record: logging.LogRecord) -> None:
-        metadata = getattr(record, "metadata", None)
-        if not isinstance(metadata, dict):
-            return
-        # converted also while paused: the converter keeps the filenames later records name by id
-        converted = self.converter.convert(metadata)
-        if converted is None:
-            return
-        name, compile_id, meta = converted
-        # The kernels' line owners go with their output module, also those of a paused compile.
-        kernel_lines = (self.session.line_owners.take(self.session.user_file)
-                        if name == "inductor_output_code" else None)
-        if not self.session.recording:
-            return
-        if name == "dynamo_start" and compile_id not in self.session.started:
-            self.session.started.append(compile_id)  # a restarted analysis starts again
-        if name == "inductor_post_grad_graph":  # the graph the modules pass just saw
-            meta = {**meta, "modules": self.session.post_grad_modules,
-                    "seq_nrs": self.session.post_grad_seq_nrs}
-            self.session.post_grad_modules, self.session.post_grad_seq_nrs = {}, {}
-        if name == "inductor_output_code" and (meta.get("file_path") or meta.get("filename")):
-            path = os.path.abspath(meta.get("file_path") or meta["filename"])
-            self.session.output_modules[path] = compile_id
-        self.session.writer.emit(name, compile_id, getattr(record, "payload", None), **meta)
-        if kernel_lines is not None:
-            self.session.writer.emit("kernel_lines", compile_id, None, kernels=kernel_lines)
+from .session import IR_LOGGERS, CaptureSession, current_compile_id
+from .views import module_stack
 
 
 class IRHandler(logging.Handler):
@@ -126,13 +71,6 @@ def bytecode_hook(session: CaptureSession):
     return hook
 
 
-def copy_graph_module(gm):
-    """A copy of the graph (sharing parameters), safe from passes that rewrite it in place."""
-    graph = torch.fx.Graph()
-    graph.output(graph.graph_copy(gm.graph, {}))
-    return torch.fx.GraphModule(gm, graph)
-
-
 def patch_backend_wrappers(on_graph) -> None:
     """Call `on_graph(gm, example_inputs)` before every backend `torch.compile` built."""
     for cls in (torch._TorchCompileInductorWrapper, torch._TorchCompileWrapper):
@@ -162,7 +100,7 @@ def seq_nrs(graph) -> dict[str, int | None]:
 class PostGradModules(CustomGraphPass):
     """Inductor's last custom post-grad pass: reads each node's module stack and `seq_nr`,
     changes nothing. It runs on the graph (and its subgraphs) just before Inductor prints it as
-    the `inductor_post_grad_graph` artifact, which carries the tables (TraceHandler).
+    the `inductor_post_grad_graph` artifact, which carries the tables (`session.TraceHandler`).
 
     `seq_nr` is the autograd sequence number of the forward op a node was traced for; AOTAutograd
     gives a backward node its forward op's number. It links a backward graph's nodes to the
@@ -186,98 +124,27 @@ class PostGradModules(CustomGraphPass):
         return self
 
 
-class CaptureSession:
-    """One job's capture state, shared by the hooks and the steps after the script.
+def attach_bytecode(session: CaptureSession) -> None:
+    """`bytecode` records: each frame's original and transformed bytecode, as Dynamo
+    compiles it."""
+    from torch._dynamo.convert_frame import register_bytecode_hook
+    register_bytecode_hook(bytecode_hook(session))
 
-    `graphs`: the Dynamo graphs as backends received them, (compile id, copy of the GraphModule,
-    example inputs), for the Core ATen / prims views (`emit_views`) and the GPU preview, which
-    compiles them again after the script. `output_modules`: Inductor output module file (absolute
-    path) -> compile id, to place its kernels after the script. `started`: compile ids in the order
-    their compiles began; `codes`: compile id -> the code object Dynamo compiled (`calls.py`
-    reads both to tell which cache entry served a call)."""
 
-    def __init__(self, writer: RecordWriter, user_file: str):
-        self.writer, self.user_file = writer, user_file
-        self.graphs: list[tuple] = []
-        self.views_done = 0  # graphs[:views_done] have had their views emitted
-        self.output_modules: dict[str, str | None] = {}
-        self.started: list[str] = []
-        self.codes: dict[str, object] = {}
-        self.kernels_before: set[int] = set()  # ids of Triton kernels alive before the script
-        self.line_owners = line_owners.LineOwners()  # what each generated kernel line was for
-        self.post_grad_modules: dict[str, list] = {}  # node -> module stack, of the graph in hand
-        self.post_grad_seq_nrs: dict[str, int | None] = {}  # node -> autograd seq_nr, same graph
-        self._paused = False
+def attach_backend_graphs(session: CaptureSession) -> None:
+    """`fx_nodes` records, and the Dynamo graphs kept for the views and the GPU preview."""
+    patch_backend_wrappers(session.record_graph)
 
-    @contextlib.contextmanager
-    def paused(self):
-        """Record nothing while torchbolt compiles for itself (views, GPU preview, timing)."""
-        previous, self._paused = self._paused, True
-        try:
-            yield
-        finally:
-            self._paused = previous  # re-entrant: an inner pause must not end an outer one
 
-    @property
-    def recording(self) -> bool:
-        """False while torchbolt compiles for itself."""
-        return not self._paused
+def attach_ir_loggers(session: CaptureSession) -> None:
+    """The loop-level IR before and after fusion, kept out of the user's stderr."""
+    for stage, logger_name in IR_LOGGERS.items():
+        logger = logging.getLogger(logger_name)
+        logger.addHandler(IRHandler(session, stage))
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
-    def record_graph(self, gm, example_inputs) -> None:
-        """Node table of the Dynamo graph a backend is about to receive; keep a copy for the
-        views."""
-        if self._paused:
-            return
-        compile_id = current_compile_id()
-        self.graphs.append((compile_id, copy_graph_module(gm), list(example_inputs)))
-        self.writer.emit("fx_nodes", compile_id, None, nodes=node_table(gm, self.user_file),
-                         root_module=root_module(gm))
 
-    def emit_views(self) -> None:
-        """Core ATen / prims views of the graphs captured since the last call.
-
-        Run after the script and its timings (the `views` option), outside any backend call:
-        every stage PyTorch produces arrives first, and neither PyTorch's compile-time metrics
-        nor the compiles themselves wait for torchbolt's re-tracing."""
-        while self.views_done < len(self.graphs):
-            compile_id, gm, example_inputs = self.graphs[self.views_done]
-            self.views_done += 1
-            with self.paused():
-                views = trace_views(gm, example_inputs)
-            for stage, text_or_error in views.items():
-                if isinstance(text_or_error, Exception):
-                    self.writer.emit("stage_error", compile_id, None, stage=stage,
-                                     message=f"{type(text_or_error).__name__}: {text_or_error}")
-                else:
-                    self.writer.emit(stage, compile_id, text_or_error)
-
-    def record_ir_origins(self, stage: str, nodes) -> None:
-        """The origin FX nodes of each scheduler node of a loop IR dump (`ir_pre_fusion` ...)."""
-        if self.recording:
-            self.writer.emit("ir_origins", current_compile_id(), None, stage=stage,
-                             ops=line_owners.scheduler_origins(nodes, self.user_file))
-
-    def attach(self) -> None:
-        """Attach every capture hook. Call once per process, after `config.configure_job`,
-        before the script runs."""
-        from torch._dynamo.convert_frame import register_bytecode_hook
-        from torch._logging._internal import trace_log
-
-        trace_log.addHandler(TraceHandler(self))
-        trace_log.setLevel(logging.DEBUG)
-        for stage, logger_name in IR_LOGGERS.items():
-            logger = logging.getLogger(logger_name)
-            logger.addHandler(IRHandler(self, stage))
-            logger.setLevel(logging.INFO)
-            logger.propagate = False  # keep the IR out of the user's stderr
-        register_bytecode_hook(bytecode_hook(self))
-        patch_backend_wrappers(self.record_graph)
-        try:
-            line_owners.install(self.line_owners, self.record_ir_origins)
-        except (ImportError, AttributeError) as exc:  # an Inductor without these seams
-            self.writer.emit("stage_error", None, None, stage="line_owners",
-                             message=f"line-by-line provenance is off: {type(exc).__name__}: {exc}")
-        torch._inductor.config.post_grad_custom_post_pass = PostGradModules(self)
-        why_logs.attach(self)  # after the IR loggers: the post-fusion IR ends a fusion log
-        from . import why_gpu  # CUDA graph decisions and autotuning choices (it imports this module)
-        why_gpu.attach(self)
+def attach_post_grad_modules(session: CaptureSession) -> None:
+    """Each post-grad graph's module stacks and autograd `seq_nr`s (`PostGradModules`)."""
+    torch._inductor.config.post_grad_custom_post_pass = PostGradModules(session)

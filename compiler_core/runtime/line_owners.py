@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 
 from ..parsers.common import last_user_line
+from .session import CaptureSession, current_compile_id
 
 _owners: list = []  # FX nodes, innermost last, while a loop body is traced or run
 
@@ -176,3 +177,22 @@ def install(owners: LineOwners, on_ir_dump) -> None:
     CppScheduling.define_kernel = claiming(CppScheduling.define_kernel, False)
     debug.log_ir_pre_fusion = dumping(debug.log_ir_pre_fusion, "ir_pre_fusion")
     debug.log_ir_post_fusion = dumping(debug.log_ir_post_fusion, "ir_post_fusion")
+
+
+def record_ir_origins(session: CaptureSession, stage: str, nodes) -> None:
+    """The origin FX nodes of each scheduler node of a loop IR dump (`ir_pre_fusion` ...)."""
+    if session.recording:
+        session.writer.emit("ir_origins", current_compile_id(), None, stage=stage,
+                            ops=scheduler_origins(nodes, session.user_file))
+
+
+def attach(session: CaptureSession) -> None:
+    """Line-by-line provenance for `session`: its table of owners, which the structured trace's
+    output code and the steps after the script take from. An Inductor without these seams turns
+    the provenance off (a `stage_error`, the table stays empty), not the job."""
+    session.line_owners = LineOwners()
+    try:
+        install(session.line_owners, functools.partial(record_ir_origins, session))
+    except (ImportError, AttributeError) as exc:
+        session.writer.emit("stage_error", None, None, stage="line_owners",
+                            message=f"line-by-line provenance is off: {type(exc).__name__}: {exc}")

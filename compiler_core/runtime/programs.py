@@ -17,7 +17,7 @@ import warnings
 import torch
 
 from .callables import user_line
-from .capture import CaptureSession
+from .session import CaptureSession
 
 
 class ProgramRecorder:
@@ -101,3 +101,10 @@ class ProgramRecorder:
                                     "line": w.lineno if w.filename == self.user_file else None}
                                    for w in caught])
         return program
+
+
+def attach(session: CaptureSession) -> None:
+    """Record the script's exported and TorchScript programs; `session.programs` is read after
+    the script (whether anything was compiled) and by the AOT path (the exports it packages)."""
+    session.programs = ProgramRecorder(session, session.user_file)
+    session.programs.install()

@@ -1,4 +1,4 @@
-"""Runs one user script inside the worker child, with every capture hook attached.
+"""Runs one user script inside the worker child, with every feature's capture hook attached.
 
 Writes records only; it never builds the result (the supervisor does, from the records, so that a
 crash still yields every stage captured before it). User errors become an `error` record naming
@@ -8,6 +8,7 @@ the user's line.
 from __future__ import annotations
 
 import errno
+import importlib
 import importlib.metadata
 import platform
 import sys
@@ -16,14 +17,11 @@ import traceback
 import torch
 
 from . import measure, replay_output
-from .aoti import AotiRecorder
-from .callables import CompileRecorder
-from .calls import CallTimeline
-from .capture import CaptureSession
 from .config import configure_job
 from .opsets import opsets
-from .programs import ProgramRecorder
+from .session import CaptureSession
 from ..errors import ErrorKind
+from ..features import ATTACHMENTS
 from ..options import OUTPUT_FILE_LIMIT, Options
 from ..wire import RecordWriter
 from ..parsers.common import last_user_line
@@ -117,6 +115,16 @@ def execute(source: str, user_file: str) -> None:
     exec(code, namespace)
 
 
+def attach_features(session: CaptureSession) -> None:
+    """Call every feature's runtime hook ("runtime.module:function", relative to the
+    compiler_core package) with the session, in the registry's order: a later hook may read what
+    an earlier one stored on the session (`aoti` reads `programs` and `compiled`)."""
+    package = __package__.rpartition(".")[0]
+    for target in ATTACHMENTS:
+        module, function = target.split(":")
+        getattr(importlib.import_module(f"{package}.{module}"), function)(session)
+
+
 def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
             timing_lock_fd: int | None = None) -> None:
     """Run the script; every outcome ends with a `run_end` record unless the process dies.
@@ -128,37 +136,32 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
         note = configure_job(device, source, options.measure)
         if note:
             writer.emit("note", None, None, text=note)
-        session = CaptureSession(writer, user_file)
+        session = CaptureSession(writer, user_file, options, device)
         session.attach()
-        measure.before_script(session, device, timings=options.measure)
-        recorder = CompileRecorder(writer, options.compile_defaults(), user_file,
-                                   timeline=CallTimeline(session))
-        recorder.install()
-        programs = ProgramRecorder(session, user_file)
-        programs.install()
-        aoti = AotiRecorder(session, programs, device, recorder.real_compile)
-        aoti.install()
+        attach_features(session)
         try:
             execute(source, user_file)
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise
-        recorder.remove_hooks()
-        if not recorder.callables and not programs.recorded:
+        session.compiled.remove_hooks()
+        if not session.compiled.callables and not session.programs.recorded:
             writer.emit("error", None, None, **ErrorKind.NO_COMPILE.error(NO_COMPILE_HINT))
         else:
-            for entry in recorder.callables:
+            for entry in session.compiled.callables:
                 if not entry.signatures:
                     writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
                                 "called, so it compiled nothing: call the compiled callable.")
             if options.measure:
                 writer.emit("phase", None, None, step="timing the compiled calls against eager")
             with replay_output.set_aside(writer):
-                measure.after_script(recorder, session, device, preview=options.gpu_preview,
-                                     timings=options.measure, timing_lock_fd=timing_lock_fd)
-            if options.aot or (options.measure and aoti.packages):
+                measure.after_script(session.compiled, session, device,
+                                     preview=options.gpu_preview, timings=options.measure,
+                                     timing_lock_fd=timing_lock_fd)
+            if options.aot or (options.measure and session.aoti.packages):
                 writer.emit("phase", None, None, step="building and timing AOTInductor packages")
-                aoti.after_script(build=options.aot, measure=options.aot or options.measure)
+                session.aoti.after_script(build=options.aot,
+                                          measure=options.aot or options.measure)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:

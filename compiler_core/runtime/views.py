@@ -1,7 +1,7 @@
 """What the job derives from each Dynamo graph as a backend receives it (needs torch).
 
 `node_table`: one row per FX node, for the node table of the `dynamo_graph` stage.
-`trace_views`: the Core ATen and prims views (`report/stages/decomp.py` turns them into stages).
+`trace_views`: the Core ATen and prims views (`features/decomp.py` turns them into stages).
 These are *views* of the captured graph, not what Inductor executed: Inductor uses its own
 decomposition table and never lowers through prims. Re-tracing uses fake tensors shaped like the
 example inputs, so it costs no real compute; symbolic sizes are specialised to their hints.

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 
-from .capture import CaptureSession, current_compile_id
+from .session import CaptureSession, current_compile_id
 
 CUDAGRAPH_LOGGERS = tuple(f"torch._inductor.{module}.__cudagraphs"
                           for module in ("cudagraph_trees", "cudagraph_utils", "scheduler"))
@@ -109,12 +109,20 @@ def record_autotune_choices(session: CaptureSession) -> None:
     select_algorithm.add_feedback_saver(feedback)
 
 
-def attach(session: CaptureSession) -> None:
-    """Both hooks; one missing in this torch costs its part only (a `stage_error`)."""
-    for name, hook in (("cudagraphs", record_cudagraph_log),
-                       ("autotuning", record_autotune_choices)):
-        try:
-            hook(session)
-        except (ImportError, AttributeError) as exc:
-            session.writer.emit("stage_error", None, None, stage=name,
-                                message=f"not captured in this torch: {type(exc).__name__}: {exc}")
+def _attached(session: CaptureSession, stage: str, hook) -> None:
+    """`hook(session)`; one missing in this torch costs its part only (a `stage_error`)."""
+    try:
+        hook(session)
+    except (ImportError, AttributeError) as exc:
+        session.writer.emit("stage_error", None, None, stage=stage,
+                            message=f"not captured in this torch: {type(exc).__name__}: {exc}")
+
+
+def attach_cudagraphs(session: CaptureSession) -> None:
+    """`cudagraph_log` records: why CUDA graphs were skipped or recorded again."""
+    _attached(session, "cudagraphs", record_cudagraph_log)
+
+
+def attach_autotune(session: CaptureSession) -> None:
+    """`autotune_choices` records: every choice Inductor's autotuning benchmarked."""
+    _attached(session, "autotuning", record_autotune_choices)

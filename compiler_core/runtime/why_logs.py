@@ -5,17 +5,17 @@ torch 2.11-2.14): `WhyNoFuse` objects ("cannot fuse op0 with op7: no shared data
 names and the reason kept as fields), "fusing %s with %s" for each fusion made, and a line per
 fusion round. `FusionLog` keeps those of one scheduler run and writes them as one `fusion_log`
 record when the run ends, which is when the scheduler logs its nodes after fusion (the
-`ir_post_fusion` artifact, enabled by capture): one record per graph, in the order of the graphs'
-`ir_origins` and output modules. The logger stops propagating, so nothing reaches the user's
-stderr. A big model logs thousands of lines, so at most `DECISIONS_PER_GRAPH` distinct decisions
-are kept per graph and the rest counted.
+`ir_post_fusion` artifact, enabled by `capture.attach_ir_loggers`): one record per graph, in
+the order of the graphs' `ir_origins` and output modules. The logger stops propagating, so
+nothing reaches the user's stderr. A big model logs thousands of lines, so at most
+`DECISIONS_PER_GRAPH` distinct decisions are kept per graph and the rest counted.
 """
 
 from __future__ import annotations
 
 import logging
 
-from . import capture
+from .session import IR_LOGGERS, CaptureSession, current_compile_id
 
 FUSION_LOGGER = "torch._inductor.scheduler.__fusion"
 DECISIONS_PER_GRAPH = 1000
@@ -49,7 +49,7 @@ class FusionLog(logging.Handler):
     """Collects one scheduler run's fusion decisions; writes them when the run logs its IR
     after fusion (the handler sits on both loggers)."""
 
-    def __init__(self, session: capture.CaptureSession):
+    def __init__(self, session: CaptureSession):
         super().__init__(logging.DEBUG)
         self.session = session
         self._reset()
@@ -62,12 +62,12 @@ class FusionLog(logging.Handler):
         try:
             self._take(record)
         except Exception as exc:  # the view is lost, never the user's compile
-            self.session.writer.emit("stage_error", capture.current_compile_id(), None,
+            self.session.writer.emit("stage_error", current_compile_id(), None,
                                      stage="fusion", message=f"{type(exc).__name__}: {exc}")
             self._reset()
 
     def _take(self, record: logging.LogRecord) -> None:
-        if record.name == capture.IR_LOGGERS["ir_post_fusion"]:
+        if record.name == IR_LOGGERS["ir_post_fusion"]:
             self._write()
         elif isinstance(record.msg, str) and record.msg.startswith(ROUND):
             self.rounds += 1
@@ -82,7 +82,7 @@ class FusionLog(logging.Handler):
 
     def _write(self) -> None:
         if self.session.recording:
-            self.session.writer.emit("fusion_log", capture.current_compile_id(), None,
+            self.session.writer.emit("fusion_log", current_compile_id(), None,
                                      graph=_graph_kind(), rounds=self.rounds,
                                      decisions=list(self.decisions.values()),
                                      dropped=self.dropped)
@@ -98,11 +98,12 @@ def _graph_kind() -> str | None:
     return "backward" if graph.is_backward else "inference" if graph.is_inference else "forward"
 
 
-def attach(session: capture.CaptureSession) -> None:
-    """Enable the fusion log for `session` (after capture enabled the IR loggers)."""
+def attach(session: CaptureSession) -> None:
+    """Enable the fusion log for `session`; after `capture.attach_ir_loggers`, so that the
+    post-fusion IR is recorded before the fusion log it ends."""
     handler = FusionLog(session)
     fusion = logging.getLogger(FUSION_LOGGER)
     fusion.addHandler(handler)
     fusion.setLevel(logging.DEBUG)
     fusion.propagate = False  # keep the log out of the user's stderr
-    logging.getLogger(capture.IR_LOGGERS["ir_post_fusion"]).addHandler(handler)
+    logging.getLogger(IR_LOGGERS["ir_post_fusion"]).addHandler(handler)

@@ -4,6 +4,12 @@
     worker.execute(job)          # blocks; from another thread: job.cancel(), job.partial_result()
     job.result                   # the final result document
 
+The worker takes a job through its steps: `started(user_file)`, `add_record(record)` per record,
+`finish(result)`. A `mirror(step, data)` is told each one as it is taken (`started` with
+`{"user_file"}`, each kept `record`, the `result`): a worker slot publishes them to its run's
+stream (cluster/slot.py), and a web server that follows the stream takes a `Job` of its own
+through `started` and each record, so both give the same events and partial results.
+
 Events, in order, each passed to `listener` as it happens: `{"type": "status", "status":
 "running"}` when the script starts, then one `{"type": "stage", "stage", "compile_id", "t"}` per
 stage of a compile id as its first record arrives (the stage registry says which record
@@ -37,7 +43,7 @@ REBUILD_FACTOR = 3
 
 class Job:
     def __init__(self, source: str, options: Options | None = None, user_file: str | None = None,
-                 listener=None):
+                 listener=None, mirror=None):
         self.source = source
         self.options = options or Options()
         self.requested_file = user_file  # its base name names the script inside the job
@@ -45,6 +51,7 @@ class Job:
         self.result: dict | None = None
         self.events: list[dict] = []
         self._listener = listener
+        self._mirror = mirror
         self._records: list[dict] = []
         self._announced: set[tuple] = set()
         self._partial: tuple[int, dict] | None = None
@@ -112,6 +119,7 @@ class Job:
     def started(self, user_file: str) -> None:
         self.user_file = user_file
         self._emit({"type": "status", "status": "running"})
+        self._step("started", {"user_file": user_file})
 
     def add_record(self, record: dict) -> bool:
         """Keep one (valid) record; False, keeping nothing, once past a record limit."""
@@ -133,15 +141,21 @@ class Job:
             self._announced.add((record["compile_id"], stage))
             self._emit({"type": "stage", "stage": stage, "compile_id": record["compile_id"],
                         "t": record["t"]})
+        self._step("record", record)
         return True
 
     def finish(self, result: dict) -> None:
         self.result = result
+        self._step("result", result)
 
     def _emit(self, event: dict) -> None:
         self.events.append(event)
         if self._listener:
             self._listener(event)
+
+    def _step(self, step: str, data: dict) -> None:
+        if self._mirror:
+            self._mirror(step, data)
 
 
 def empty_result(error: dict | None = None) -> dict:

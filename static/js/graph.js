@@ -5,7 +5,7 @@
 // groups too (they open). Colours: by op, by the kernel a node fused into, or by its kernel's
 // share of the measured kernel time. Clicking a node shows its user line and selects it: every
 // graph view of the same compile marks what the node became or came from (Dynamo -> AOT ->
-// post-grad, and back; links from PyTorch's provenance, `report/nodelinks.py`); its first kernel
+// post-grad, and back; links from PyTorch's provenance, `parsers/nodelinks.py`); its first kernel
 // opens in the Kernels stage of the next pane unless another graph is open, and each of its
 // kernels from the view's note. Clicking a kernel in the legend selects
 // the nodes it came from. `]` / `[` step through the marked nodes, Escape clears the selection.

@@ -1,4 +1,4 @@
-// Readable FX names in the stage viewers: an artifact's `names` (report/names.py) maps Dynamo's
+// Readable FX names in the stage viewers: an artifact's `names` (parsers/names.py) maps Dynamo's
 // names of lifted parameters (`l_fn_modules_layers_modules_0_parameters_weight_`) to module
 // paths (`layers.0.weight`). The viewer shows the short ones; hover and copies give the full.
 

@@ -25,7 +25,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from ...features.kernels import parse_kernels
-from ..capture import CaptureSession
+from ..session import CaptureSession
 from ..compat import cuda_properties_seams
 from .triton_kernels import cache_index, kernel_record
 

@@ -23,7 +23,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from ..capture import CaptureSession
+from ..session import CaptureSession
 
 IR_SUFFIXES = ("source", "ttir", "ttgir", "llir", "ptx")
 SASS_ADDRESS = re.compile(r"/\*(?P<address>[0-9a-f]{4,})\*/")

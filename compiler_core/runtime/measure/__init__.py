@@ -1,7 +1,8 @@
 """Kernels and timings, around the user's script in the worker child.
 
-`before_script`: a record that the CPU's kernels carry profiling lines (set in `runtime.config`
-when timings are measured; the output code's pane says so), autotuning hooks (GPU).
+`attach` (before the script): a record that the CPU's kernels carry profiling lines (set in
+`runtime.config` when timings are measured; the output code's pane says so), autotuning hooks
+(GPU).
 `after_script`: the GPU's Triton kernels with their lowering stages, the timings of every
 compiled callable (unless the `measure` option is off), and with the `gpu_preview` option the
 preview of the kernels an H200 would run (meant for CPU-only machines; on a GPU it lets the
@@ -15,19 +16,20 @@ from __future__ import annotations
 import contextlib
 import os
 
-from ..capture import CaptureSession
 from ..gpu import preview as gpu_preview
 from ..gpu import triton_kernels
+from ..session import CaptureSession
 from . import timing
 
 
 NOT_MEASURED = "Timings were not measured: the job's 'measure' option was off."
 
 
-def before_script(session: CaptureSession, device: str, timings: bool) -> None:
-    if device == "cpu" and timings:  # runtime.config turned on cpp.enable_kernel_profile
-        session.writer.emit("kernel_profile", None, None)
-    if device == "cuda":
+def attach(session: CaptureSession) -> None:
+    """What the timings and the GPU's kernel records need set up before the script runs."""
+    if session.device == "cpu" and session.options.measure:
+        session.writer.emit("kernel_profile", None, None)  # runtime.config turned it on
+    if session.device == "cuda":
         # The process's warm-up compiled a kernel before the job: it is not the job's.
         session.kernels_before = triton_kernels.WARM_UP_KERNELS
         triton_kernels.record_autotuning(session)

@@ -1,9 +1,8 @@
-"""Why CUDA graphs were skipped or recorded again, and which choices autotuning benchmarked.
+"""Why CUDA graphs were skipped or recorded again (`result["cudagraphs"]`).
 
-Built from the records `runtime/why_gpu.py` writes: `cudagraph_log` (each line of Inductor's
-`cudagraphs` logging artifact) and `autotune_choices` (Inductor's feedback-saver hook). The
-messages are PyTorch's, parsed by string search (they come from the job, so no backtracking
-regex), each list bounded.
+Built from the `cudagraph_log` records `runtime/why_gpu.py` writes (each line of Inductor's
+`cudagraphs` logging artifact). The messages are PyTorch's, parsed by string search (they come
+from the job, so no backtracking regex), each list bounded.
 
 Message forms (torch 2.13, `cudagraph_trees.py`, `cudagraph_utils.py`, `scheduler.py`; torch
 2.11 names no mode, and no compile id in "Recording cudagraph tree for ..."):
@@ -15,14 +14,11 @@ cuda_graph_id=0, inputs: ...`, `[0/0] Re-recording function=f, mode=INFERENCE, r
 
 from __future__ import annotations
 
-import math
-
 from ..parsers.common import last_user_line
+from .spec import Feature, Part, record
 
-ENTRIES = 200  # per list of the cudagraphs report, and choices per autotuned op
-OPS = 64  # autotuned ops per compile
+ENTRIES = 200  # per list of the report
 TEXT = 4000  # one message
-NAME = 500  # a choice's name or description, an op's input shape
 
 
 def _text(value, cap: int = TEXT) -> str:
@@ -116,28 +112,7 @@ def cudagraphs(records: list[dict], user_file: str) -> dict | None:
     return report
 
 
-def _ms(value) -> float | None:
-    """A benchmark time, None where Inductor measured none that is finite (a failed choice)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def _tuned_op(meta: dict) -> dict:
-    choices = [{"name": _text(c.get("name", "?"), NAME),
-                "description": _text(c.get("description") or "", NAME), "ms": _ms(c.get("ms"))}
-               for c in list(meta.get("choices") or [])[:ENTRIES] if isinstance(c, dict)]
-    timed = [c for c in choices if c["ms"] is not None]
-    winner = min(timed, key=lambda c: c["ms"]) if timed else None
-    for choice in choices:
-        choice["winner"] = choice is winner
-    return {"op": _text(meta.get("op", "?"), NAME),
-            "inputs": [_text(i, NAME) for i in list(meta.get("inputs") or [])[:16]],
-            "choices": choices, "winner": winner["name"] if winner else None}
-
-
-def autotuning(compile_records) -> list[dict]:
-    """Each op Inductor autotuned in this compile: every choice it benchmarked, with its time,
-    fastest first; `winner` is the fastest, the one Inductor keeps (on a GPU, benchmarking a
-    Triton template with its epilogue fused in can still pick another)."""
-    return [_tuned_op(r["meta"]) for r in compile_records.all("autotune_choices")[:OPS]]
+FEATURE = Feature(
+    "cudagraphs", records=(record("cudagraph_log"),),
+    attach=("runtime.why_gpu:attach_cudagraphs",),
+    run_parts=(Part("cudagraphs", lambda run: cudagraphs(run.records, run.user_file)),))

@@ -20,11 +20,17 @@ runs it as `/job/main.py`, which torch's `shorten_filename` shows as `ob/main.py
 
 from __future__ import annotations
 
+import json
 import os
+import re
 
 from ..parsers.common import is_int
-from .guards import guard_code
+from .guards import guard_code, with_failed_guards
+from .spec import Feature, Part, record
 
+PREVIOUS = re.compile(r"^(?P<previous>\d+/\d+): (?P<reason>.*)$", re.S)
+# Not a stage but a run-level list; its records are still announced live, under this name.
+PROGRESS = {"recompile_reasons": "recompile"}
 REASON_CHARS = 4096  # of a reason read (a guard line with its comments is ~200)
 SUMMARY_CHARS = 160  # of the one-line reason
 TENSOR = "tensor '"  # a tensor check's reason starts "tensor 'x' "
@@ -145,3 +151,30 @@ def annotate(recompiles: list[dict], records: list[dict], compiles: list[dict],
                     "summary": one_line(r["reason"], arguments.get(r["compile_id"])),
                     "detail": user_paths(detail, user_file)})
     return out
+
+
+def recompiles(records: list[dict]) -> list[dict]:
+    out = []
+    for record in records:
+        if record["name"] != "recompile_reasons":
+            continue
+        payload = record["payload"] or ""
+        try:
+            reasons = json.loads(payload)
+        except ValueError:
+            reasons = [payload]
+        for reason in reasons if isinstance(reasons, list) else [reasons]:
+            match = PREVIOUS.match(str(reason).strip())
+            out.append({"compile_id": record["compile_id"],
+                        "previous": match["previous"] if match else None,
+                        "reason": (match["reason"] if match else str(reason)).strip()})
+    return out
+
+
+def _recompiles(run) -> list[dict]:
+    listed = with_failed_guards(recompiles(run.records), run.compiles)
+    return annotate(listed, run.records, run.compiles, run.user_file)
+
+
+FEATURE = Feature("recompiles", records=(record("recompile_reasons"),),
+                  run_parts=(Part("recompiles", _recompiles, []),))
