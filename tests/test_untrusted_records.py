@@ -23,6 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import compiler_core.report as report
+import compiler_core.features as features
+import compiler_core.parsers as parsers
+import compiler_core.present as present
 from compiler_core import compress_result, result_index
 from compiler_core.report.result import build_result
 from compiler_core.report.stored import expand_result
@@ -41,12 +44,14 @@ HOSTILE_CHARS = 64 * 1024
 
 
 def report_patterns() -> dict[str, re.Pattern]:
-    """Every compiled regex of the report package: all of them read text a job wrote."""
+    """Every compiled regex of the packages that read what a job wrote (the result builder, the
+    features, the parsers, the presentation): all of them read text a job wrote."""
     found = {}
-    for info in pkgutil.walk_packages(report.__path__, "compiler_core.report."):
-        module = importlib.import_module(info.name)
-        found.update({f"{info.name}.{k}": v for k, v in vars(module).items()
-                      if isinstance(v, re.Pattern)})
+    for package in (report, features, parsers, present):
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(info.name)
+            found.update({f"{info.name}.{k}": v for k, v in vars(module).items()
+                          if isinstance(v, re.Pattern)})
     return found
 
 
