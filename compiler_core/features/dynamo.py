@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..parsers import names
 from ..parsers.common import artifact, fx_src_lines
 from .spec import LIST, Feature, Part, Stage, record
-from ..parsers import names
 
 SPECS = (Stage("dynamo_graph", "Dynamo graph (Torch IR)", "Dynamo FX graph (Torch IR)", "python",
                records=("dynamo_output_graph",), graph=True),)

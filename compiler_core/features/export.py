@@ -23,8 +23,7 @@ from ..parsers import provenance
 from ..parsers.common import artifact, fx_src_lines, join_sections, program_stages
 from .inductor import module_map
 from .kernels import describe
-from .spec import Stage
-from .spec import OBJECT, Feature, Part, record
+from .spec import OBJECT, Feature, Part, Stage, record
 
 SPECS = (
     Stage("exported_program", "Exported program (torch.export)",

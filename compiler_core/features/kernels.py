@@ -16,8 +16,7 @@ import re
 
 from ..parsers import provenance
 from ..parsers.common import graph_label, user_lines
-from .spec import Stage
-from .spec import Feature, Part, record
+from .spec import Feature, Part, Stage, record
 
 # A compile's `kernels` list; the page shows it as one text, each kernel with its nodes.
 SPECS = (Stage("kernels", "Kernels", "Generated kernels", "python", field="kernels"),)

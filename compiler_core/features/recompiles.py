@@ -1,5 +1,7 @@
-"""A recompile in words: the user's line that recompiled and its reason in one line, read from
-PyTorch's own `recompile_reasons` text (torch 2.11-2.14).
+"""Recompiles, a run-level list: each is the `recompile_reasons` artifact of the new compile id,
+naming the cache entry whose guard failed (`0/0: tensor 'x' size mismatch ...`). In words: the
+user's line that recompiled and its reason in one line, read from PyTorch's own text (torch
+2.11-2.14).
 
 The reason is the first failed check of the cache entry that could not serve the call, in one
 of two forms:
@@ -12,7 +14,8 @@ of two forms:
   does not state it), a type or identity check "k's type changed", any other "guard failed:
   <code>".
 The text is the script's to shape (a tensor's name, a value), so only its first
-`REASON_CHARS` are read, by string search: no regex.
+`REASON_CHARS` are read, by string search: no regex (`PREVIOUS` only splits off the entry id,
+anchored and linear).
 
 `detail` keeps the whole reason for a hover, with the user's paths as the script's name: the job
 runs it as `/job/main.py`, which torch's `shorten_filename` shows as `ob/main.py`.

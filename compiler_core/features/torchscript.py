@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 
 from ..parsers.common import is_user_file, program_stages
-from .spec import Stage
-from .spec import LIST, OBJECT, TEXT, Feature, Part, record
+from .spec import LIST, OBJECT, TEXT, Feature, Part, Stage, record
 
 SPECS = (
     Stage("torchscript_graph", "TorchScript graph", "TorchScript graph (inlined IR)", "text",

@@ -16,8 +16,7 @@ from ..parsers import provenance
 from ..parsers.common import artifact, join_sections
 from .inductor import graph_labels, module_map
 from .kernels import extract_kernels, label, preview_kernels
-from .spec import Stage
-from .spec import LIST, TEXT, Feature, Part, record
+from .spec import LIST, TEXT, Feature, Part, Stage, record
 
 # Kernels that ran on the job's GPU, or the GPU preview's, announce the first of these stages.
 SPECS = tuple(
