@@ -5,19 +5,19 @@ means and where it comes from), with the reason of each recompile from PyTorch's
 """
 
 from __future__ import annotations
+
 from .spec import INTEGER, LIST, TEXT, Feature, Part, record
 
 
-def calls(records: list[dict], recompiles: list[dict]) -> list[dict]:
-    names = {r["meta"]["index"]: r["meta"]["name"] for r in records
-             if r["name"] == "compiled_callable"}
+def calls(run) -> list[dict]:
+    """One entry per `call` record of the run (`report.result.RunRecords`), its recompile's
+    reason from the run's `recompiles`."""
+    names = {r["meta"]["index"]: r["meta"]["name"] for r in run.all("compiled_callable")}
     reasons: dict[str, list[dict]] = {}
-    for recompile in recompiles:
+    for recompile in run.result["recompiles"]:
         reasons.setdefault(recompile["compile_id"], []).append(recompile)
     out = []
-    for record in records:
-        if record["name"] != "call":
-            continue
+    for record in run.all("call"):
         meta = record["meta"]
         reason = reasons.get(meta["compile_id"]) if meta["outcome"] == "recompile" else None
         out.append({**meta, "name": names.get(meta["callable"]),
@@ -33,14 +33,13 @@ def _stated(recompiles: list[dict]) -> str:
                       for r in recompiles)
 
 
-def compiled_callables(records: list[dict]) -> list[dict]:
+def compiled_callables(run) -> list[dict]:
     """Each torch.compile'd callable, with the argument signatures it was called with."""
     calls_of: dict[int, list] = {}
-    for record in records:
-        if record["name"] == "compiled_call":
-            calls_of.setdefault(record["meta"]["callable"], []).append(record["meta"]["arguments"])
+    for record in run.all("compiled_call"):
+        calls_of.setdefault(record["meta"]["callable"], []).append(record["meta"]["arguments"])
     return [{**r["meta"], "calls": calls_of.get(r["meta"]["index"], [])}
-            for r in records if r["name"] == "compiled_callable"]
+            for r in run.all("compiled_callable")]
 
 
 FEATURE = Feature(
@@ -49,5 +48,4 @@ FEATURE = Feature(
              record("compiled_call", callable=INTEGER, arguments=LIST),
              record("call", callable=INTEGER, outcome=TEXT, compile_id="text?")),
     attach=("runtime.callables:attach",),
-    run_parts=(Part("calls", lambda run: calls(run.records, run.result["recompiles"]), []),
-               Part("compiled_callables", lambda run: compiled_callables(run.records), [])))
+    run_parts=(Part("calls", calls, []), Part("compiled_callables", compiled_callables, [])))

@@ -115,4 +115,4 @@ def cudagraphs(records: list[dict], user_file: str) -> dict | None:
 FEATURE = Feature(
     "cudagraphs", records=(record("cudagraph_log"),),
     attach=("runtime.why_gpu:attach_cudagraphs",),
-    run_parts=(Part("cudagraphs", lambda run: cudagraphs(run.records, run.user_file)),))
+    run_parts=(Part("cudagraphs", lambda run: cudagraphs(run.all("cudagraph_log"), run.user_file)),))

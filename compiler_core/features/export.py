@@ -44,29 +44,28 @@ PACKAGE_FILES = 500  # files of one package listed (runtime/aoti.py records no m
 TIMINGS = ("load_s", "first_call_s", "jit_first_call_s")
 
 
-def programs(records: list[dict], user_file: str) -> list[dict]:
+def programs(run) -> list[dict]:
+    """One entry per `export` record of the run (`report.result.RunRecords`)."""
     out = []
-    for record in records:
-        if record["name"] != "export":
-            continue
+    for record in run.all("export"):
         meta = record["meta"]
         pid = f"export-{meta['index']}"
         out.append({"id": pid, "line": meta["line"], "stages": program_stages(
-            SPECS, pid, meta["stages"], lambda text: fx_src_lines(text, user_file))})
+            SPECS, pid, meta["stages"], lambda text: fx_src_lines(text, run.user_file))})
     return out
 
 
-def attach_aoti(exports: list[dict], records: list[dict], user_file: str) -> None:
+def attach_aoti(run) -> None:
     """Each export's AOTInductor package (`aoti`) and its two stages, from the job's
-    `aoti_package` and `aoti_timing` records (in place)."""
-    by_id = {entry["id"]: entry for entry in exports}
-    timings = {r["meta"].get("export"): r["meta"] for r in records if r["name"] == "aoti_timing"}
-    for record in records:
+    `aoti_package` and `aoti_timing` records (in place, on the run's `exports`)."""
+    by_id = {entry["id"]: entry for entry in run.result["exports"]}
+    timings = {r["meta"].get("export"): r["meta"] for r in run.all("aoti_timing")}
+    for record in run.all("aoti_package"):
         meta = record["meta"]
         entry = by_id.get(f"export-{meta.get('export')}")
-        if record["name"] != "aoti_package" or entry is None:
+        if entry is None:
             continue
-        entry["stages"].update(aoti_stages(entry["id"], meta, user_file))
+        entry["stages"].update(aoti_stages(entry["id"], meta, run.user_file))
         timing = timings.get(meta["export"], {})
         entry["aoti"] = {"built_by": meta["built_by"], "line": meta["line"],
                          "device": meta["device"], "compiler": meta["compiler"],
@@ -165,6 +164,4 @@ FEATURE = Feature(
     "export", records=(record("export", stages=OBJECT), record("aoti_package"),
                        record("aoti_timing")),
     stages=SPECS, attach=("runtime.programs:attach", "runtime.aoti:attach"),
-    run_parts=(Part("exports", lambda run: programs(run.records, run.user_file), []),
-               Part(None, lambda run: attach_aoti(run.result["exports"], run.records,
-                                                  run.user_file), name="aoti")))
+    run_parts=(Part("exports", programs, []), Part(None, attach_aoti, name="aoti")))

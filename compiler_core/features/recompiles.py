@@ -133,19 +133,19 @@ def user_paths(text: str, user_file: str) -> str:
     return "".join(out) + text[done:]
 
 
-def _call_arguments(records: list[dict]) -> dict[str, dict]:
-    """Compile id -> the arguments of the call that recompiled into it."""
-    return {meta["compile_id"]: meta["arguments"] for record in records
-            if record["name"] == "call" and (meta := record["meta"]).get("outcome") == "recompile"
+def _call_arguments(calls: list[dict]) -> dict[str, dict]:
+    """Compile id -> the arguments of the call (a `call` record) that recompiled into it."""
+    return {meta["compile_id"]: meta["arguments"] for record in calls
+            if (meta := record["meta"]).get("outcome") == "recompile"
             and isinstance(meta.get("compile_id"), str) and isinstance(meta.get("arguments"), dict)}
 
 
-def annotate(recompiles: list[dict], records: list[dict], compiles: list[dict],
+def annotate(recompiles: list[dict], calls: list[dict], compiles: list[dict],
              user_file: str) -> list[dict]:
     """Each recompile with `line` (the user's line whose call recompiled: its compile's
     `user_line`), `summary` (one line) and `detail` (the reason, the user's paths as its name)."""
     lines = {c["id"]: c["user_line"] for c in compiles}
-    arguments = _call_arguments(records)
+    arguments = _call_arguments(calls)
     out = []
     for r in recompiles:
         line = lines.get(r["compile_id"])
@@ -157,10 +157,9 @@ def annotate(recompiles: list[dict], records: list[dict], compiles: list[dict],
 
 
 def recompiles(records: list[dict]) -> list[dict]:
+    """One entry per reason of each `recompile_reasons` record given."""
     out = []
     for record in records:
-        if record["name"] != "recompile_reasons":
-            continue
         payload = record["payload"] or ""
         try:
             reasons = json.loads(payload)
@@ -175,8 +174,8 @@ def recompiles(records: list[dict]) -> list[dict]:
 
 
 def _recompiles(run) -> list[dict]:
-    listed = with_failed_guards(recompiles(run.records), run.compiles)
-    return annotate(listed, run.records, run.compiles, run.user_file)
+    listed = with_failed_guards(recompiles(run.all("recompile_reasons")), run.compiles)
+    return annotate(listed, run.all("call"), run.compiles, run.user_file)
 
 
 FEATURE = Feature("recompiles", records=(record("recompile_reasons"),),

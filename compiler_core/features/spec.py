@@ -13,11 +13,10 @@ the artifacts' titles and languages, and the page's labels (through the catalogu
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-TEXT, NUMBER, INTEGER, FLAG, LIST, OBJECT = "text", "number", "integer", "flag", "list", "object"
+TEXT, INTEGER, LIST, OBJECT = "text", "integer", "list", "object"  # a meta field's kind
 
 
 @dataclass(frozen=True)
@@ -38,13 +37,8 @@ class Stage:
 def _is(kind: str, value) -> bool:
     if kind == TEXT:
         return isinstance(value, str)
-    if kind == FLAG:
-        return isinstance(value, bool)
     if kind == INTEGER:
         return isinstance(value, int) and not isinstance(value, bool)
-    if kind == NUMBER:
-        return (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and math.isfinite(value))
     return isinstance(value, list if kind == LIST else dict)
 
 

@@ -32,16 +32,15 @@ def _src_lines(text: str, user_file: str) -> list[int | None]:
     return out
 
 
-def programs(records: list[dict], user_file: str) -> list[dict]:
+def programs(run) -> list[dict]:
+    """One entry per `torchscript` record of the run (`report.result.RunRecords`)."""
     out = []
-    for record in records:
-        if record["name"] != "torchscript":
-            continue
+    for record in run.all("torchscript"):
         meta = record["meta"]
         pid = f"{meta['kind']}-{meta['index']}"
         out.append({"id": pid, "line": meta["line"], "kind": meta["kind"],
                     "warnings": meta["warnings"], "stages": program_stages(
-                        SPECS, pid, meta["stages"], lambda text: _src_lines(text, user_file))})
+                        SPECS, pid, meta["stages"], lambda text: _src_lines(text, run.user_file))})
     return out
 
 
@@ -49,4 +48,4 @@ FEATURE = Feature(
     "torchscript",
     records=(record("torchscript", kind=TEXT, warnings=LIST, stages=OBJECT),),
     stages=SPECS, attach=("runtime.programs:attach",),
-    run_parts=(Part("torchscript", lambda run: programs(run.records, run.user_file), []),))
+    run_parts=(Part("torchscript", programs, []),))
