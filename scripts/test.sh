@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 . scripts/project_venv.sh
-"$PROJECT_PYTHON" -m pytest tests -q -p no:cacheprovider "$@"
+# Both suites run whatever the first one's outcome (a failure in the main suite once hid the second
+# torch's tests); the script fails if either failed, pytest's exit 5 (no tests) included.
+main_rc=0
+"$PROJECT_PYTHON" -m pytest tests -q -p no:cacheprovider "$@" || main_rc=$?
 
 # The engine under the second torch: capture, every stage, the report and the CLI (no browser
 # suites: the page does not depend on torch). Add a test file here when it covers the engine.
@@ -21,4 +24,8 @@ ENGINE_TESTS=(tests/test_engine_gallery.py tests/test_lesson_claims.py tests/tes
               --deselect tests/test_cli.py::test_the_build_cache_is_reused_and_hides_no_stage)
 . scripts/second_torch.sh
 echo "== the engine tests under torch $SECOND_TORCH ($SECOND_TORCH_VENV)"
-"$SECOND_TORCH_VENV/bin/python" -m pytest "${ENGINE_TESTS[@]}" -q -p no:cacheprovider "$@"
+second_rc=0
+"$SECOND_TORCH_VENV/bin/python" -m pytest "${ENGINE_TESTS[@]}" -q -p no:cacheprovider "$@" \
+    || second_rc=$?
+echo "== main suite: exit $main_rc; engine tests under torch $SECOND_TORCH: exit $second_rc"
+[ "$main_rc" -eq 0 ] && [ "$second_rc" -eq 0 ]

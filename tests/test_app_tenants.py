@@ -226,9 +226,10 @@ def test_third_concurrent_job_of_a_client_is_refused(app):
     wait_for_job(other, shared["job"])
 
 
-def test_timeout_cap(client, extra_app):
-    error = assert_error(client.post("/api/compile", json={"source": "print(1)\n",
-                                                           "options": {"timeout": 121}}), 400)
+def test_timeout_cap(extra_app, tmp_path):
+    default = create_app({"TESTING": True, "DATA_DIR": str(tmp_path / "default")}, workers=[])
+    error = assert_error(default.test_client().post(
+        "/api/compile", json={"source": "print(1)\n", "options": {"timeout": 121}}), 400)
     assert "at most 120 s" in error and "--max-timeout" in error
     app = extra_app(MAX_TIMEOUT=300)
     job = submit(app.test_client(), quick("2"), timeout=300)

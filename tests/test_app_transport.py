@@ -11,6 +11,7 @@ import pytest
 
 from conftest import TINY_ENCODER
 from test_app_api import TINY
+from test_app_fixtures import LOAD_PROOF_TIMEOUT_S, outcome
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -20,9 +21,10 @@ def polled(client):
     """A result big enough to travel as an index (2-layer nn.TransformerEncoder, fw+bw),
     followed from submit to end as the page does: its index, polled with `since`."""
     job = client.post("/api/compile", json={"source": TINY_ENCODER,
-                                            "options": {"measure": False}}).get_json()
+                                            "options": {"measure": False,
+                                                        "timeout": LOAD_PROOF_TIMEOUT_S}}).get_json()
     since, moved, unchanged, data = None, 0, 0, {"status": "queued"}
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + LOAD_PROOF_TIMEOUT_S + 60
     while data["status"] not in ("done", "failed") and time.monotonic() < deadline:
         query = {"view": "index", **({"since": since} if since else {})}
         response = client.get(f"/api/jobs/{job['job']}", query_string=query)
@@ -38,7 +40,8 @@ def polled(client):
 def test_polling_moves_less_than_one_copy_of_the_result(polled):
     """Every 20 ms from submit to end, yet less than the result once (whole results each
     time moved it once per poll)."""
-    assert polled["last"]["status"] == "done" and polled["unchanged"] > 0
+    assert polled["last"]["status"] == "done", outcome(polled["full"])
+    assert polled["unchanged"] > 0
     assert polled["moved"] < len(json.dumps(polled["full"])), polled["moved"]
 
 

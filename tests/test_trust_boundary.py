@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+import glob
 import http.client
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -339,14 +341,24 @@ def test_a_server_with_a_token_serves_any_host_name(worker, tmp_path):
 
 # -- 6. the sandbox never silently goes away
 @sandboxed
+def see_these_packages(venv: str, site_dirs: list) -> None:
+    """Let the venv import this interpreter's packages (torch among them) through a .pth file.
+    Not `--system-site-packages`: that shows the *base* interpreter's packages, which on a fresh
+    machine hold no torch (it passed only where the system Python had torch)."""
+    ours = glob.glob(os.path.join(venv, "lib", "python3*", "site-packages"))[0]
+    with open(os.path.join(ours, "torchbolt-project-venv.pth"), "w") as f:
+        f.write("\n".join(site_dirs) + "\n")
+
+
 def test_the_sandbox_holds_with_python_in_a_venv_under_tmp(tmp_path):
     """A checkout under /tmp with its venv: the job's private /tmp must not hide the
     interpreter, and a job runs sandboxed there."""
     venv = tempfile.mkdtemp(prefix="torchbolt-venv-", dir="/tmp")
     os.chmod(venv, 0o755)  # as a checkout's folder is (mkdtemp's 0700 would shut out uid 65534)
     try:
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv],
                        check=True, timeout=120)
+        see_these_packages(venv, site.getsitepackages())
         code = ("from compiler_core import Worker, Options\n"
                 "w = Worker(warm=False).start(); w.wait_ready()\n"
                 "r = w.run('import sys, os\\nprint(sys.executable, os.getuid())\\n', "
