@@ -9,7 +9,7 @@
 # Then a second virtualenv with another torch (scripts/second_torch.sh), where test.sh runs the
 # engine tests again: ~5.5 GB, outside the checkout so that checkouts share it, holding torch and
 # the requirements only (the tests run this checkout's code from its folder); rebuilt only when
-# its torch or requirements.txt change. `--no-second-torch` (serve.sh) skips it.
+# its torch changes (a changed requirements.txt is installed into it). `--no-second-torch` (serve.sh) skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 debs=(graphviz chromium bubblewrap util-linux redis-server)
@@ -42,15 +42,23 @@ fi
 . scripts/second_torch.sh
 # Everything requirements.txt asks for except its own torch and triton (comments dropped).
 others="$(grep -v -E '^(torch|triton)==' requirements.txt | sed -e 's/#.*//' -e '/^ *$/d')"
+# Two stamps: a new torch rebuilds the venv; a changed requirement only installs into it.
 stamp="$SECOND_TORCH_VENV/.torchbolt-installed"
-want="torch==$SECOND_TORCH triton$SECOND_TRITON numpy $(echo "$others" | sha256sum | cut -c1-16)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+want="torch==$SECOND_TORCH triton$SECOND_TRITON numpy"
+others_stamp="$SECOND_TORCH_VENV/.torchbolt-requirements"
+others_want="$(echo "$others" | sha256sum | cut -c1-16)"
+if [ "$(cut -d' ' -f1-3 "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "setup: building $SECOND_TORCH_VENV (torch $SECOND_TORCH, ~5.5 GB; a few minutes, once)" >&2
     rm -rf "$SECOND_TORCH_VENV"
     python3 -m venv "$SECOND_TORCH_VENV"
     "$SECOND_TORCH_VENV/bin/pip" install -q --disable-pip-version-check "torch==$SECOND_TORCH" \
-        "triton$SECOND_TRITON" numpy -r <(echo "$others")
+        "triton$SECOND_TRITON" numpy
     echo "$want" > "$stamp"
+fi
+if [ "$(cat "$others_stamp" 2>/dev/null)" != "$others_want" ]; then
+    "$SECOND_TORCH_VENV/bin/pip" install -q --disable-pip-version-check "torch==$SECOND_TORCH" \
+        -r <(echo "$others")
+    echo "$others_want" > "$others_stamp"
 fi
 # Shared by checkouts: no checkout's torchbolt is installed there (an older set-up did).
 if [ -n "$(ls "$SECOND_TORCH_VENV"/lib/python3*/site-packages/ | grep -i '^__editable__.*torchbolt\|^torchbolt' || true)" ]; then
