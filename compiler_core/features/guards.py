@@ -11,6 +11,7 @@ L['x'].size()[0]` at depth 0 on torch 2.13), relations between sizes the graph a
 
 from __future__ import annotations
 
+import json
 import re
 
 from ..parsers.common import artifact, is_user_file
@@ -102,12 +103,33 @@ def with_failed_guards(recompiles: list[dict], compiles: list[dict]) -> list[dic
             for r in recompiles]
 
 
-def extract(compile_records) -> dict:
+def listed_guards(payload: str) -> tuple[str, list[dict]]:
+    """A `dynamo_guards` entry (PyTorch's JSON list of the guards' code, each with the stacks
+    that made it; older torch's only guards in a TORCH_TRACE log): the code, one guard a row.
+    Its guards have no tree, so no guarded source; their kind is `code`."""
+    codes = [entry["code"] for entry in json.loads(payload)
+             if isinstance(entry, dict) and isinstance(entry.get("code"), str)]
+    return "\n".join(codes), [{"kind": "code", "code": code, "line": None, "source": None,
+                               "row": row, "symbolic": bool(SIZE_EXPRESSION.search(code))}
+                              for row, code in enumerate(codes, start=1)]
+
+
+def _guards_of(compile_records) -> tuple[str, list[dict], list[int | None]]:
+    """The guards' text, leaf guards and the user line of each text line: from the C++ guard
+    tree, else (an older torch's TORCH_TRACE log) from the `dynamo_guards` list."""
     record = compile_records.first("dynamo_cpp_guards_str")
-    if record is None:
+    if record is not None:
+        text = (record["payload"] or "").strip("\n")
+        return (text, *parse_guards(text, compile_records.user_file))
+    listed = compile_records.first("dynamo_guards")
+    text, guards = listed_guards(listed["payload"]) if listed else ("", [])
+    return text, guards, [None] * len(guards)
+
+
+def extract(compile_records) -> dict:
+    text, guards, src_lines = _guards_of(compile_records)
+    if not text:
         return {}
-    text = (record["payload"] or "").strip("\n")
-    guards, src_lines = parse_guards(text, compile_records.user_file)
     spec = SPECS[0]
     stage = artifact(spec.name, compile_records.compile_id, spec.title, spec.language, text,
                      src_lines)
@@ -115,5 +137,6 @@ def extract(compile_records) -> dict:
     return {"guards": stage}
 
 
-FEATURE = Feature("guards", records=(record("dynamo_cpp_guards_str"),), stages=SPECS,
-                  extract=extract)
+FEATURE = Feature("guards", records=(record("dynamo_cpp_guards_str"),
+                                     record("dynamo_guards", True)),
+                  stages=SPECS, extract=extract)

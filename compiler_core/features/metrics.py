@@ -46,8 +46,18 @@ def explain_guard_counts(stages: dict) -> None:
         "so the two count different things")
 
 
+def restarts(group) -> list[str]:
+    """Why Dynamo restarted its analysis of the frame (e.g. a graph break in an inlined call),
+    each time: the `restart_reasons` of every attempt's metrics, as tlparse's
+    failures_and_restarts page counts them (in an older torch's TORCH_TRACE log, where a graph
+    break has no `dynamo_graph_break_reason`, these are its only trace)."""
+    listed = [r["meta"].get("restart_reasons") for r in group.all("compilation_metrics")]
+    return [str(reason) for reasons in listed if isinstance(reasons, list) for reason in reasons]
+
+
 FEATURE = Feature(
     "metrics", records=(record("compilation_metrics"), record("bwd_compilation_metrics")),
     stages=SPECS, extract=extract,
     compile_parts=(Part(None, lambda group, compiled: explain_guard_counts(compiled["stages"]),
-                        name="guard_counts"),))
+                        name="guard_counts"),
+                   Part("restarts", lambda group, compiled: restarts(group), [])))

@@ -25,20 +25,33 @@ from datetime import datetime
 from ..wire import valid_record
 from .result import build_result
 
-# Structured-trace names we keep; everything else (chromium events, tensor descriptions) is noise.
+# Structured-trace names we keep; everything else (chromium events, tensor descriptions) is noise
+# in process, and is named in a log's result as not read (`TraceLog.unread`).
 TRACE_EVENTS = {
     "dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "aot_joint_graph",
     "aot_forward_graph", "aot_backward_graph", "aot_inference_graph", "inductor_output_code",
     "compilation_metrics", "bwd_compilation_metrics",
+    "inductor_post_grad_graph",  # an event, not an artifact, where Inductor's FX graph cache hit
 }
 TRACE_ARTIFACTS = {
     "dynamo_graph_break_reason", "recompile_reasons", "inductor_post_grad_graph",
     "inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
-    "triton_kernel_info",
 }
+# Artifacts older torch wrote under another name: the post-grad graph was `after_post_grad_graph`
+# (with `before_post_grad_graph`, the graph before the passes) until Inductor renamed it; a log
+# holds one or the other per compile (tlparse's test logs of both ages).
+RENAMED_ARTIFACTS = {"after_post_grad_graph": "inductor_post_grad_graph"}
+# Read from log files only: in process, exports come from torchbolt's own hook
+# (runtime/programs.py) and the guards from `dynamo_cpp_guards_str`, which torch 2.11+ writes
+# beside this list of the guards' code (guards.py reads it where a log has no other).
+LOG_ENTRIES = {"exported_program", "dynamo_guards"}
+# Entries that carry their own name, which tlparse names them by (a graph dump's, a link's).
+NAMED_ENTRIES = {"artifact", "graph_dump", "link", "dump_file"}
+RUN_LEVEL = {"export"}  # records read without a compile id (any other one is in no compile)
 # `V1201 00:34:17.201000 20905 site-packages/torch/_dynamo/convert_frame.py:303] {...}`
 ENTRY = re.compile(r"^[VIWEC](?P<time>\d{4} \d\d:\d\d:\d\d\.\d{6}) \d+ [^\]]*:\d+\] (?P<json>\{.*)$")
-RANK_IN_NAME = re.compile(r"rank_(\d{1,6})_")
+# TORCH_TRACE's file of one rank, as tlparse names ranks: dedicated_log_torch_trace_rank_N[_x].log
+RANK_IN_NAME = re.compile(r"dedicated_log_torch_trace_rank_(\d{1,6})(?:_[^/]*)?\.log$")
 
 
 class TraceConverter:
@@ -57,9 +70,7 @@ class TraceConverter:
         name, meta = _classify(metadata)
         if name is None:
             return None
-        compile_id = None
-        if metadata.get("frame_id") is not None:
-            compile_id = f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
+        compile_id = compile_id_of(metadata)
         if name == "dynamo_start":
             meta = {"stack": [{**frame, "filename": self.interned.get(frame.get("filename"),
                                                                        frame.get("filename"))}
@@ -67,9 +78,17 @@ class TraceConverter:
         return name, compile_id, {"attempt": metadata.get("attempt"), **meta}
 
 
+def compile_id_of(metadata: dict) -> str | None:
+    """`frame_id/frame_compile_id`, as PyTorch writes compile ids (the attempt left out)."""
+    if metadata.get("frame_id") is None:
+        return None
+    return f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
+
+
 def _classify(metadata: dict) -> tuple[str | None, dict]:
     if "artifact" in metadata:
         name = (metadata["artifact"] or {}).get("name")
+        name = RENAMED_ARTIFACTS.get(name, name)
         return (name if name in TRACE_ARTIFACTS else None), {}
     for key in TRACE_EVENTS.intersection(metadata):
         value = metadata[key]
@@ -86,20 +105,21 @@ class TraceLog:
     rank: int | None = None
     skipped_lines: int = 0
     entries: Counter = field(default_factory=Counter)  # every entry name seen, kept or not
+    unread: Counter = field(default_factory=Counter)  # entry name -> how many were not read
 
 
 def _entries(text: str):
     """(time, metadata, payload) of each entry; (None, None, None) for a line that isn't one."""
     head, payload = None, []
     for line in text.split("\n"):
+        if not line:  # never part of an entry (a payload's blank line is a tab): a stutter of
+            continue  # the logger, which tlparse skips too (export logs have them mid-payload)
         if line.startswith("\t") and head is not None:
             payload.append(line[1:])
             continue
         if head is not None:
             yield head[0], head[1], "\n".join(payload) if payload else None
         head, payload = None, []
-        if not line:
-            continue
         match = ENTRY.match(line)
         try:
             metadata = json.loads(match["json"]) if match else None
@@ -131,32 +151,45 @@ def parse_log(name: str, text: str) -> TraceLog:
             continue
         try:
             start = start if start is not None else _seconds(stamp)
-            record = _read_entry(log, converter, metadata, payload)
+            entry, record = _read_entry(log, converter, metadata, payload)
         except (TypeError, ValueError, AttributeError, KeyError, IndexError):
             log.skipped_lines += 1  # an entry of a shape no torch writes
             continue
         record = record and valid_record({**record, "t": round(_seconds(stamp) - start, 4)})
-        if record is not None:
+        if record is not None and (record["compile_id"] is not None or record["name"] in RUN_LEVEL):
             log.records.append(record)
+        elif entry is not None:
+            log.unread[entry + (" (outside any compile)" if record is not None else "")] += 1
     return log
 
 
 def _read_entry(log: TraceLog, converter: TraceConverter, metadata: dict,
-                payload: str | None) -> dict | None:
+                payload: str | None) -> tuple[str | None, dict | None]:
+    """The entry's name and its record; a name with no record is one torchbolt does not read
+    (None for the entries read into the log's own fields: interned names, torch version)."""
     kind = next((k for k in metadata if k not in _CONTEXT_KEYS), None)
     if kind is None:
         raise ValueError("an entry with no event in it")
-    artifact = metadata["artifact"]["name"] if kind == "artifact" else None
-    log.entries[artifact or kind] += 1
-    if artifact == "torch_version":
-        log.torch_version = json.loads(payload or "{}").get("pytorch_version")
-    if isinstance(metadata.get("rank"), int):
-        log.rank = metadata["rank"]
+    entry = str(metadata[kind]["name"] if kind in NAMED_ENTRIES else kind)[:100]
+    log.entries[entry] += 1
+    if entry == "torch_version":
+        version = json.loads(payload or "{}").get("pytorch_version")
+        log.torch_version = version if isinstance(version, str) else None
+        return None, None
+    if isinstance(metadata.get("rank"), int) and not RANK_IN_NAME.search(log.name):
+        log.rank = metadata["rank"]  # a file named otherwise (tlparse goes by the name)
+    if entry == "exported_program":  # the program as PyTorch prints it, as a run's export
+        index = sum(r["name"] == "export" for r in log.records)
+        return entry, {"name": "export", "compile_id": None, "payload": None,
+                       "meta": {"index": index, "line": None, "stages": {entry: payload or ""}}}
+    if entry in LOG_ENTRIES:
+        return entry, {"name": entry, "compile_id": compile_id_of(metadata), "meta": {},
+                       "payload": payload}
     converted = converter.convert(metadata)
     if converted is None:
-        return None
+        return (None if entry == "str" else entry), None
     name, compile_id, meta = converted
-    return {"name": name, "compile_id": compile_id, "meta": meta, "payload": payload}
+    return entry, {"name": name, "compile_id": compile_id, "meta": meta, "payload": payload}
 
 
 _CONTEXT_KEYS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "stack",
@@ -187,21 +220,37 @@ def trace_result(files: dict[str, str], rank: int | None = None) -> dict:
     if chosen is None and rank is not None:
         raise ValueError(f"no log of rank {rank} among {', '.join(log.name for log in logs)}")
     chosen = chosen or logs[0]
-    environment = {"torch": chosen.torch_version, "trace_log": chosen.name}
+    environment = {"torch": chosen.torch_version or "unknown", "trace_log": chosen.name}
     notes = [f"From the TORCH_TRACE log {chosen.name}"
              + (f" (rank {chosen.rank})" if chosen.rank is not None else "")
              + ": the stages PyTorch's structured trace holds. Bytecode, node tables, the Core "
              "ATen and prims views, loop-level IR and timings come only from a run in torchbolt."]
     notes += [f"Also in the folder: {log.name}" + (f" (rank {log.rank})" if log.rank is not None
                                                  else "") for log in logs if log is not chosen]
+    if chosen.torch_version is None:
+        notes.append(f"{chosen.name} does not say which torch wrote it (no torch_version "
+                     "entry: older torch did not write one)")
     if chosen.skipped_lines:
         notes.append(f"{chosen.skipped_lines} lines of {chosen.name} were not trace entries "
                      "and were skipped")
+    if chosen.unread:
+        notes.append(f"Entries of {chosen.name} torchbolt does not read (tlparse shows some of "
+                     "them): " + ", ".join(f"{name} ×{count}"
+                                           for name, count in chosen.unread.most_common()))
     records = [{"name": "environment", "compile_id": None, "t": 0, "meta": environment,
                 "payload": None}, *chosen.records,
                *({"name": "note", "compile_id": None, "t": 0, "meta": {"text": note},
                   "payload": None} for note in notes)]
-    return build_result(records, user_file_of(chosen.records), {"options": {}})
+    result = build_result(records, user_file_of(chosen.records), {"options": {}})
+    result["trace_unread"] = dict(chosen.unread)
+    restarted = [c for c in result["compiles"] if c["restarts"]]
+    if restarted:  # the page shows them in each compile's metrics only
+        result["notes"].append(
+            f"Dynamo restarted its analysis {sum(len(c['restarts']) for c in restarted)} times "
+            f"(compilation metrics' restart_reasons), in {', '.join(c['id'] for c in restarted)}"
+            + ("; the log has no graph-break entries (older torch recorded a graph break in "
+               "an inlined call as a restart only)" if not result["graph_breaks"] else ""))
+    return result
 
 
 def placeholder_source(result: dict, hint: str) -> str:

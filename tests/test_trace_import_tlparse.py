@@ -1,0 +1,158 @@
+"""Trace import reads what tlparse reads (issue 40, item 8).
+
+tlparse's own test logs (tests/data/tlparse/, from pytorch/tlparse's tests/inputs, BSD-3: see
+the README there) are read by tlparse, the reference reader of TORCH_TRACE logs (installed from
+requirements.txt), and by torchbolt's reader (compiler_core/report/trace_log.py), and compared:
+the compiles tlparse lists and the stages it shows of each, its restarts and compile failures,
+the exported programs it shows with `--export` and the ranks of `--all-ranks-html`. What
+torchbolt does not read must be named in the result (`trace_unread`), never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from compiler_core.report.trace_log import trace_result
+
+DATA = Path(__file__).parent / "data" / "tlparse"
+LOGS = sorted(p.name for p in DATA.iterdir() if p.suffix in (".log", ".txt"))
+EXPORT_LOGS = ("export.log", "export_guard_added.log")
+TLPARSE = shutil.which("tlparse") or os.path.join(sysconfig.get_path("scripts"), "tlparse")
+# The entries tlparse shows as files of a compile, by the torchbolt stage that shows them.
+STAGE_OF = {
+    "dynamo_output_graph": "dynamo_graph", "dynamo_cpp_guards_str": "guards",
+    "dynamo_guards": "guards", "aot_joint_graph": "aot_joint", "aot_forward_graph": "aot_forward",
+    "aot_backward_graph": "aot_backward", "aot_inference_graph": "aot_inference",
+    "inductor_post_grad_graph": "post_grad_graph", "after_post_grad_graph": "post_grad_graph",
+    "inductor_output_code": "output_code", "compilation_metrics": "metrics",
+}
+# Entries torchbolt reads into views other than a stage of their own.
+READ_INTO = {
+    "inductor_provenance_tracking_node_mappings": "output code's and kernels' node links",
+    "inductor_provenance_tracking_kernel_stack_traces": "output code's user lines",
+    "recompile_reasons": "recompiles",
+    "dynamo_graph_break_reason": "graph_breaks",
+    "bwd_compilation_metrics": "metrics' backward",
+}
+# A file tlparse writes per entry: NAME_N.EXT, the output code's NAME_HASH_N.EXT; a link's file
+# is the link's name alone.
+ARTIFACT_FILE = re.compile(r"^(?P<entry>.+?)(?:_[a-z0-9]{52})?_\d+\.\w+$")
+RESTART_ROW = re.compile(r"<tr> <td> <a href='[^']*'>\[(?P<id>[^\]]+)\]</a>\s*</td>"
+                         r"<td>(?:<pre>)?\s*(?P<type>\w+)\s*(?:</pre>)?</td>")
+RESTART_COUNT = re.compile(r"This run had <strong><a href=\"failures_and_restarts.html\">"
+                           r"(\d+) restart")
+
+
+def tlparse(log: Path, out: Path, *flags: str) -> Path:
+    proc = subprocess.run([TLPARSE, str(log), "-o", str(out), "--no-browser", "--overwrite",
+                           *flags], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out
+
+
+def frame_compile(tlparse_id: str) -> str | None:
+    """`[0/0_1]` (attempt 1 of compile 0/0) -> `0/0`; `[-/-]` (no compile id) -> None."""
+    cid = tlparse_id.strip("[]").split("_")[0]
+    return None if cid == "-/-" else cid
+
+
+def shown_entries(out: Path) -> dict[str | None, set[str]]:
+    """Per compile id (None: outside any), the entries tlparse shows a file of."""
+    shown: dict[str | None, set[str]] = {}
+    for tlparse_id, listing in json.loads((out / "compile_directory.json").read_text()).items():
+        entries = shown.setdefault(frame_compile(tlparse_id), set())
+        for artifact in listing["artifacts"]:
+            match = ARTIFACT_FILE.match(artifact["name"])
+            entries.add(match["entry"] if match else artifact["name"])
+    return shown
+
+
+@pytest.fixture(scope="module")
+def read(tmp_path_factory):
+    """log name -> (tlparse's output folder, torchbolt's result), each log read once."""
+    cache = {}
+
+    def both(name: str):
+        if name not in cache:
+            out = tlparse(DATA / name, tmp_path_factory.mktemp("tl") / "out")
+            text = (DATA / name).read_text(errors="replace")
+            cache[name] = out, trace_result({name: text})
+        return cache[name]
+    return both
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_every_compile_and_stage_tlparse_shows(name, read):
+    out, result = read(name)
+    shown = shown_entries(out)
+    ours = {c["id"]: set(c["stages"]) for c in result["compiles"]}
+    unread = result["trace_unread"]
+    assert set(ours) == {cid for cid in shown if cid is not None}
+    for cid, entries in shown.items():
+        if cid is None:  # outside any compile: torchbolt shows stages per compile only
+            unlisted = {e for e in entries if e not in unread
+                        and f"{e} (outside any compile)" not in unread}
+            assert not unlisted, f"outside any compile: tlparse shows {unlisted}, not listed"
+            continue
+        assert {STAGE_OF[e] for e in entries if e in STAGE_OF} == ours[cid] & set(
+            STAGE_OF.values()), cid
+        unlisted = set(entries) - set(STAGE_OF) - set(READ_INTO) - set(unread)
+        assert not unlisted, f"{cid}: tlparse shows {unlisted}, torchbolt neither reads nor lists"
+    recompiled = {cid for cid, entries in shown.items() if "recompile_reasons" in entries}
+    assert recompiled == {r["compile_id"] for r in result["recompiles"]}
+    assert result["stage_errors"] == []  # nothing dropped on the way (a log without a version)
+    assert isinstance(result["environment"]["torch"], str)
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_restarts_and_failed_compiles_as_tlparse_counts_them(name, read):
+    out, result = read(name)
+    page = (out / "failures_and_restarts.html").read_text()
+    theirs = sorted((frame_compile(m["id"]), m["type"]) for m in RESTART_ROW.finditer(page))
+    count = RESTART_COUNT.search((out / "index.html").read_text())  # said only when there are any
+    assert len(theirs) == (int(count[1]) if count else 0)
+    ours = sorted([(c["id"], "RestartAnalysis") for c in result["compiles"]
+                   for _ in c.get("restarts", [])]
+                  + [(c["id"], c["failure"]["type"]) for c in result["compiles"] if c["failure"]])
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("name", EXPORT_LOGS)
+def test_exported_programs(name, tmp_path):
+    out = tlparse(DATA / name, tmp_path / "out", "--export")
+    theirs = sorted(p.read_text() for p in out.glob("*/exported_program_*.txt"))
+    result = trace_result({name: (DATA / name).read_text(errors="replace")})
+    assert theirs and [e["stages"]["exported_program"]["text"] for e in result["exports"]] == theirs
+    # what tlparse's export report reads besides (guards added, data-dependent questions)
+    assert {"guard_added", "expression_created"} <= set(result["trace_unread"])
+
+
+def test_ranks_as_tlparse_names_them(tmp_path):
+    """tlparse takes a log's rank from its file name (dedicated_log_torch_trace_rank_N[_x].log);
+    the schedule logs' rank-2 file carries `"rank": 0` in every entry (tlparse's messy input)."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    names = ("dedicated_log_torch_trace_rank_0_6u3fubwl.log",
+             "dedicated_log_torch_trace_rank_2.log")
+    for name in names:
+        shutil.copy(DATA / name, folder / name)
+    out = tlparse(folder, tmp_path / "out", "--all-ranks-html")
+    ranks = sorted(int(p.name.split("_")[1]) for p in out.glob("rank_*") if p.is_dir())
+    assert ranks == [0, 2]
+    files = {name: (DATA / name).read_text() for name in names}
+    for rank, name in zip(ranks, names):
+        assert trace_result(files, rank=rank)["environment"]["trace_log"] == name
+    # one rank's log on its own, as tlparse's multi_rank_messy_input holds it (that file is
+    # byte-identical to simple.log: md5 c601683e3cc1336deefcb2b80c9a8db7)
+    single = {"dedicated_log_torch_trace_rank_1.log": (DATA / "simple.log").read_text()}
+    result = trace_result(single, rank=1)
+    assert result["environment"]["trace_log"] == "dedicated_log_torch_trace_rank_1.log"
+    assert [c["id"] for c in result["compiles"]] == ["0/0"]
