@@ -11,7 +11,10 @@ script, except those only torchbolt's own hooks capture (bytecode, node tables, 
 prims views, loop IR, timings).
 
 Log files are untrusted input (the page uploads them): they are only split into lines and
-parsed as JSON, and a line that isn't an entry is counted and skipped, never fatal.
+parsed as JSON, and a line that isn't an entry is counted and skipped, never fatal. A log's
+entries that no stage or list of the result reads are counted by name (`trace_unread`, and a
+note), so that what tlparse shows of a log is either shown by torchbolt or named as not read
+(tests/test_trace_import_tlparse.py holds the reader to tlparse on tlparse's own test logs).
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ TRACE_ARTIFACTS = {
 # holds one or the other per compile (tlparse's test logs of both ages).
 RENAMED_ARTIFACTS = {"after_post_grad_graph": "inductor_post_grad_graph"}
 # Read from log files only: in process, exports come from torchbolt's own hook
-# (runtime/programs.py) and the guards from `dynamo_cpp_guards_str`, which torch 2.11+ writes
-# beside this list of the guards' code (guards.py reads it where a log has no other).
+# (runtime/programs.py) and the guards from `dynamo_cpp_guards_str`, which torch writes beside
+# this list of the guards' code (2.13, 2.14 do); guards.py reads the list where a log has no other.
 LOG_ENTRIES = {"exported_program", "dynamo_guards"}
 # Entries that carry their own name, which tlparse names them by (a graph dump's, a link's).
 NAMED_ENTRIES = {"artifact", "graph_dump", "link", "dump_file"}
