@@ -34,11 +34,19 @@ def _stated(recompiles: list[dict]) -> str:
 
 
 def compiled_callables(run) -> list[dict]:
-    """Each torch.compile'd callable, with the argument signatures it was called with."""
+    """Each torch.compile'd callable, with the argument signatures it was called with and the
+    compiles its calls made or ran (`compile_ids`, in order)."""
     calls_of: dict[int, list] = {}
     for record in run.all("compiled_call"):
         calls_of.setdefault(record["meta"]["callable"], []).append(record["meta"]["arguments"])
-    return [{**r["meta"], "calls": calls_of.get(r["meta"]["index"], [])}
+    compiles_of: dict[int, dict] = {}
+    for record in run.all("call"):
+        meta = record["meta"]
+        ids = compiles_of.setdefault(meta["callable"], {})
+        ids.update(dict.fromkeys(cid for cid in [meta["compile_id"], *meta.get("entries", [])]
+                                 if cid))
+    return [{**r["meta"], "calls": calls_of.get(r["meta"]["index"], []),
+             "compile_ids": list(compiles_of.get(r["meta"]["index"], {}))}
             for r in run.all("compiled_callable")]
 
 

@@ -26,6 +26,8 @@ from .session import CaptureSession
 
 MAX_SIGNATURES = 4  # distinct argument signatures kept per callable
 ARGUMENT_CHARS = 80  # of each argument's description in a call record
+# The torch.compile arguments the page's options set (`Options.compile_defaults`).
+PAGE_ARGUMENTS = ("mode", "dynamic", "fullgraph", "backend")
 
 
 @dataclass
@@ -104,6 +106,14 @@ def named_arguments(entry: CompiledCallable, args: tuple, kwargs: dict) -> dict[
     return {name: describe(value)[:ARGUMENT_CHARS] for name, value in bound.arguments.items()}
 
 
+def compile_argument(value):
+    """One torch.compile argument as JSON: a plain value as it is, a backend by its name,
+    anything else (an `options` dict) as its cut repr."""
+    if isinstance(value, (str, bool, int, float)) or value is None:
+        return value
+    return getattr(value, "__name__", None) or repr(value)[:ARGUMENT_CHARS]
+
+
 def user_line(user_file: str) -> int | None:
     """The line of the user's script the innermost frame of it is at (the call site)."""
     frame = sys._getframe(1)
@@ -138,15 +148,17 @@ class CompileRecorder:
         self.callables.append(entry)
         self.writer.emit("compiled_callable", None, None, index=entry.index, name=entry.name,
                          kind=entry.kind, line=user_line(self.user_file),
-                         options={k: (v if isinstance(v, (str, bool, type(None))) else
-                                      getattr(v, "__name__", type(v).__name__))
-                                  for k, v in merged.items()})
+                         options={k: compile_argument(v) for k, v in merged.items()},
+                         arguments={k: compile_argument(v) for k, v in kwargs.items()},
+                         overrides=self.overrides(kwargs))
         if isinstance(compiled, torch.nn.Module):
             entry.hooks = [
                 compiled.register_forward_pre_hook(
                     lambda _mod, args, kw: self._record_call(entry, args, kw), with_kwargs=True),
-                compiled.register_forward_hook(lambda _mod, _args, out: self._call_ended(out),
-                                               always_call=True)]
+                # on an exception, torch calls it from its `except` block with no output
+                compiled.register_forward_hook(
+                    lambda _mod, _args, out: self._call_ended(
+                        out, sys.exc_info()[1] if out is None else None), always_call=True)]
             return compiled
 
         @functools.wraps(compiled)
@@ -154,13 +166,27 @@ class CompileRecorder:
             if torch.compiler.is_compiling():  # called from inside another compiled region:
                 return compiled(*args, **kw)   # let Dynamo inline it, as without torchbolt
             self._record_call(entry, args, kw)
-            out = None
             try:
                 out = compiled(*args, **kw)
-                return out
-            finally:
-                self._call_ended(out)
+            except BaseException as error:
+                self._call_ended(None, error)
+                raise
+            self._call_ended(out)
+            return out
         return call
+
+    def overrides(self, own: dict) -> list[str]:
+        """The page's options that the call's own arguments set otherwise: the page's value is
+        its default for the call, else torch.compile's own default (mode None is "default")."""
+        signature = inspect.signature(self.real_compile).parameters
+        changed = []
+        for key in PAGE_ARGUMENTS:
+            if key not in own:
+                continue
+            page = self.defaults.get(key, signature[key].default)
+            if not (own[key] == page or (key == "mode" and {own[key], page} <= {None, "default"})):
+                changed.append(key)
+        return changed
 
     def remove_hooks(self) -> None:
         """Once the script has ended: each compiled module as the script's author has it, so
@@ -172,11 +198,11 @@ class CompileRecorder:
                 hook.remove()
             entry.hooks = []
 
-    def _call_ended(self, out) -> None:
-        """`out`: the call's outputs (None when it raised)."""
+    def _call_ended(self, out, raised: BaseException | None = None) -> None:
+        """`out`: the call's outputs (None when it raised `raised`)."""
         watch_backward(self._open.pop() if self._open else None, out)
         if self.timeline:
-            self.timeline.end()
+            self.timeline.end(raised)
 
     def _record_call(self, entry: CompiledCallable, args: tuple, kwargs: dict) -> None:
         if self.timeline:
@@ -208,3 +234,4 @@ def attach(session: CaptureSession) -> None:
     session.compiled = CompileRecorder(session.writer, session.options.compile_defaults(),
                                        session.user_file, timeline=CallTimeline(session))
     session.compiled.install()
+    session.compiled.timeline.install()

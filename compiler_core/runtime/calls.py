@@ -1,50 +1,90 @@
-"""The guard cache at work: each call the script makes to a compiled callable, and which of
-Dynamo's cache entries served it. One `call` record per call, in order:
-`{"callable", "line", "arguments", "outcome", "compile_id", "entries"}`.
+"""The guard cache at work: each call the script makes to a compiled callable, and what really
+ran for it. One `call` record per call, in order: `{"callable", "line", "arguments", "outcome",
+"compile_id", "entries", "eager_reason", "limit", "error"}`.
 
-Where the facts come from (torch 2.11-2.13):
+Where the facts come from (torch 2.11-2.15):
 - the compiles a call started: the structured trace's `dynamo_start` events that arrived while
-  the call ran (`CaptureSession.started`), its own and no nested compiled call's;
-- the entry that served the callable's own frame: Dynamo keeps each code object's cache
-  entries most recently used first (`lookup` moves the entry whose guards passed to the front,
-  a new entry is put there), so after the call the first entry of
-  `_debug_get_cache_entry_list(code)` is the one that ran, with its `compile_id`. The code
-  object is the one Dynamo intercepted for the callable (the bytecode hook's, see
-  `CaptureSession.codes`): the function's own, or `forward` for a module.
+  the call ran (`CaptureSession.started`), its own and no nested compiled call's; a compile
+  that produced code is one the bytecode hook saw (`CaptureSession.codes`), one that did not
+  is a frame Dynamo skipped ("No ops traced for the FX graph");
+- whether a cache entry served the callable's own frame: Dynamo's guard-complete hook
+  (`set_guard_complete_hook`, the seam of `torch.compiler.set_enable_guard_collectives`),
+  which the eval-frame callback calls with `cache_hit` after each lookup of a frame that has
+  cache entries. The own frame is looked up before any frame it runs, so the call's first
+  lookup is its own when its code had entries as the call began. Which entry served it: Dynamo
+  keeps each code object's entries most recently used first (`lookup` moves the entry whose
+  guards passed to the front), so the first entry of `_debug_get_cache_entry_list(code)`
+  after a hit. A miss leaves that list as it was: without the hook, an eager run after the
+  recompile limit read as a hit of the first entry (issue 40). The code object is the one
+  Dynamo compiled for the callable (`CaptureSession.codes`): the function's, or `forward`;
+- the recompile limit: Dynamo's own warning "torch._dynamo hit config.%s (%s)" (logger
+  `torch._dynamo.convert_frame`), its arguments the limit's name (`recompile_limit`,
+  `accumulated_recompile_limit`) and value, under the compile id of the frame. From then on
+  Dynamo only runs that frame's entries (`FrameAction.RUN_ONLY`): a miss runs it eagerly, or,
+  with `fullgraph=True`, raises `FailOnRecompileLimitHit`.
 
 `arguments`: the call's arguments by parameter name, described as `compiled_call` records do
 (`{"x": "float32[4] cpu", "k": "2"}`), the names Dynamo's guards give the frame's locals.
 
 Outcome: `compile` when the call's first new entry is the first of its frame (`N/0`),
 `recompile` when its frame had entries before (`N/k`, k > 0: guards failed, or a resume
-function's did), `hit` when the call compiled nothing and an entry served it, `eager` when no
-entry did (Dynamo skipped the frame). `compile_id`: the call's first new entry, else the entry
-that served the callable's own frame. `entries`: that own-frame entry first, then every other
-entry the call compiled (resume functions after graph breaks, frames of functions it called).
-On a hit, the resume functions' entries that ran are served from their own caches and cannot be
+function's did), `hit` when an existing entry's guards passed for the own frame and the call
+compiled nothing, `eager` when no compiled code ran for the own frame, `error` when the call
+raised (`error`: the exception's type). `eager_reason`: `recompile_limit` (the frame hit the
+limit that `limit` names, `{"name", "value"}`, as Dynamo logged it), `skipped` (Dynamo compiled
+no entry for the frame), `run_only` (no entry's guards passed and Dynamo was told not to
+compile: `set_stance("eager_on_recompile")`, `torch._dynamo.run()`), `dynamo_off` (the frame
+has entries but Dynamo did not look: `set_stance("force_eager")`, a disabled region).
+`compile_id`: the call's first new entry, else the entry that served the own frame, else a
+skipped frame's attempt. `entries`: the entries that ran, the own frame's first, then every
+other entry the call compiled (resume functions after graph breaks, functions it called). On a
+hit, the resume functions' entries that ran are served from their own caches and cannot be
 told apart after the call, so only the own frame's entry is listed then.
 """
 
 from __future__ import annotations
 
-from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
+import logging
+
+from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list, set_guard_complete_hook
+from torch._guards import CompileContext
 
 from .session import CaptureSession
 
 MAX_CALLS = 300  # a script's loop would otherwise fill the timeline
+LIMIT_WARNING = "torch._dynamo hit config."  # convert_frame's, torch 2.11-2.15
+CONVERT_FRAME_LOGGER = "torch._dynamo.convert_frame"
 
 
-def _entry_id(code) -> str | None:
-    """The compile id of the cache entry Dynamo used last for `code`, as the trace writes it."""
-    entries = _debug_get_cache_entry_list(code)
-    if not entries:
-        return None
-    cid = entries[0].compile_id
-    return f"{cid.frame_id}/{cid.frame_compile_id}"
+def _entry_ids(code) -> list[str]:
+    """The compile ids of `code`'s cache entries, most recently used first."""
+    if code is None:
+        return []
+    return [f"{e.compile_id.frame_id}/{e.compile_id.frame_compile_id}"
+            for e in _debug_get_cache_entry_list(code)]
 
 
 def _is_first_of_frame(compile_id: str) -> bool:
     return compile_id.rsplit("/", 1)[-1] == "0"
+
+
+class RecompileLimitLog(logging.Handler):
+    """Keeps Dynamo's "hit config.recompile_limit (8)" warnings by frame id; the warning still
+    reaches the user's stderr as in a plain run."""
+
+    def __init__(self, limits: dict[str, dict]):
+        super().__init__(logging.WARNING)
+        self.limits = limits
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if not (isinstance(record.msg, str) and record.msg.startswith(LIMIT_WARNING)
+                and len(args) >= 2):
+            return
+        compile_id = CompileContext.current_compile_id()
+        if compile_id is not None:
+            value = args[1] if isinstance(args[1], int) else str(args[1])
+            self.limits[str(compile_id.frame_id)] = {"name": str(args[0]), "value": value}
 
 
 class CallTimeline:
@@ -55,7 +95,30 @@ class CallTimeline:
         self.open: list[dict | None] = []  # a compiled call can call another from eager code
         self.claimed: set[str] = set()  # compile ids a nested call already reported
         self.own_code: dict[int, object] = {}  # callable index -> the code Dynamo intercepts
+        self.own_frame: dict[int, str] = {}  # callable index -> that code's frame id
+        self.limits: dict[str, dict] = {}  # frame id -> the recompile limit it hit
         self.count = 0
+        self.hook = self._guards_checked
+        self.previous_hook = None  # one the script or PyTorch set: still called, first
+
+    def install(self) -> None:
+        logging.getLogger(CONVERT_FRAME_LOGGER).addHandler(RecompileLimitLog(self.limits))
+        self._keep_hook()
+
+    def _keep_hook(self) -> None:
+        """Installs the guard-complete hook again where the script set its own (e.g.
+        `torch.compiler.set_enable_guard_collectives`): that one is chained, not lost."""
+        current = set_guard_complete_hook(self.hook)
+        if current is not self.hook:
+            self.previous_hook = current
+
+    def _guards_checked(self, cache_hit: bool) -> bool:
+        """Dynamo's guard-complete hook: the first lookup of a call whose own frame has
+        entries is that frame's. Returns what Dynamo should do (True: keep the outcome)."""
+        call = self.open[-1] if self.open else None
+        if call is not None and call["own_entries"] and call["own_hit"] is None:
+            call["own_hit"] = cache_hit
+        return self.previous_hook(cache_hit) if self.previous_hook is not None else True
 
     def begin(self, callable_index: int, line: int | None, arguments) -> None:
         """`arguments()`: the call's arguments by name, asked for only when the call is
@@ -65,10 +128,15 @@ class CallTimeline:
             self.session.writer.emit("note", None, None, text=(
                 f"The calls timeline lists the first {MAX_CALLS} calls of compiled callables."))
         self.count += recording
+        if recording:
+            self._keep_hook()
         self.open.append({"callable": callable_index, "line": line, "arguments": arguments(),
-                          "start": len(self.session.started)} if recording else None)
+                          "start": len(self.session.started), "own_hit": None,
+                          "own_entries": bool(_entry_ids(self.own_code.get(callable_index)))}
+                         if recording else None)
 
-    def end(self) -> None:
+    def end(self, raised: BaseException | None = None) -> None:
+        """`raised`: the exception the call raised, if it did."""
         call = self.open.pop()
         if call is None:
             return  # torchbolt's own call (timing), or past the limit
@@ -78,12 +146,31 @@ class CallTimeline:
         self.claimed.update(compiled)
         if index not in self.own_code and compiled and compiled[0] in self.session.codes:
             self.own_code[index] = self.session.codes[compiled[0]]
-        code = self.own_code.get(index)
-        own = _entry_id(code) if code is not None else None
-        if compiled:
-            outcome = "compile" if _is_first_of_frame(compiled[0]) else "recompile"
-        else:
-            outcome = "hit" if own else "eager"
-        entries = list(dict.fromkeys([cid for cid in [own, *compiled] if cid]))
-        self.session.writer.emit("call", None, None, callable=index, **call, outcome=outcome,
-                                 compile_id=compiled[0] if compiled else own, entries=entries)
+            self.own_frame[index] = compiled[0].split("/")[0]
+        own_hit, own_entries = call.pop("own_hit"), call.pop("own_entries")
+        made = [cid for cid in compiled if cid in self.session.codes]  # entries, not skips
+        own = _entry_ids(self.own_code.get(index))[:1] if own_hit else []
+        outcome, eager_reason = self._outcome(compiled, own_hit, own_entries,
+                                              self.own_frame.get(index), raised)
+        limit = (self.limits.get(self.own_frame.get(index))
+                 if own_hit is False or raised is not None else None)
+        compile_id = made[0] if made and outcome != "hit" else (own or compiled or [None])[0]
+        self.session.writer.emit(
+            "call", None, None, callable=index, **call, outcome=outcome, compile_id=compile_id,
+            entries=list(dict.fromkeys(own + made)), eager_reason=eager_reason, limit=limit,
+            error=type(raised).__name__ if raised is not None else None)
+
+    def _outcome(self, compiled: list[str], own_hit: bool | None, own_entries: bool,
+                 frame: str | None, raised) -> tuple[str, str | None]:
+        """(outcome, eager_reason) of one call; see the module's docstring."""
+        if raised is not None:
+            return "error", None
+        if compiled and compiled[0] in self.session.codes:
+            return ("compile" if _is_first_of_frame(compiled[0]) else "recompile"), None
+        if own_hit:
+            return "hit", None
+        if own_hit is False:
+            if frame in self.limits:
+                return "eager", "recompile_limit"
+            return "eager", "skipped" if compiled else "run_only"
+        return "eager", "dynamo_off" if own_entries else "skipped"
