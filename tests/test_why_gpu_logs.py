@@ -73,9 +73,9 @@ def test_recordings_and_rerecord_from_a_real_h200_log(h200):
     probe = h200["sizes_and_new_weight"]
     report = cudagraphs.cudagraphs(probe["records"], "/job/sizes_and_new_weight.py")
     assert report["skips"] == []
-    details = [r["detail"] for r in report["recordings"]]
-    assert "Recording cudagraph tree for symint key 8" in details
-    assert {r["function"] for r in report["recordings"]} == {None, "partition_0"}
+    assert "Recording cudagraph tree for symint key 8" in [m["text"] for m in report["messages"]]
+    assert {(r["compile_id"], r["function"]) for r in report["recordings"]} == {
+        ("0/1", "partition_0")}  # the CUDA graphs recorded; a tree per size is a message
     (rerecord, *_) = report["rerecords"]
     assert rerecord == {"compile_id": "0/1", "function": "partition_0", "mode": None,
                         "reason": "static input data pointer changed.", "line": None}
@@ -146,6 +146,7 @@ def test_handler_records_debug_lines_and_hands_on_only_what_torch_would_print():
 
     class Session:
         recording = True
+        user_file = __file__
         writer = RecordWriter(io.StringIO())
 
     printed = []

@@ -4,11 +4,13 @@ backward, and what the backward recomputes instead.
 Source: the forward and backward graphs the partitioner returned, as PyTorch printed them
 (`aot_forward_graph`, `aot_backward_graph`). AOTAutograd labels each forward output with its
 descriptor (torch 2.11-2.14): `SavedForBackwardsAOTOutput(idx=N)` marks a value saved for the
-backward, `PlainAOTOutput` a user output. The partitioner copies joint-graph nodes into both
-graphs under their joint names, so an op named in both graphs is one the backward recomputes;
-its own debug count (`# remat/fw/bw`, `AOT_PARTITIONER_DEBUG` in torch/_functorch/
-partitioners.py) is defined the same way. Sizes are the printed types: bytes are numel times the
-element size, as the partitioner's `_size_of` counts a tensor (null for a symbolic size).
+backward, `PlainAOTOutput` a user output; a forward whose outputs are all user outputs saves
+nothing (`(x * 2).sum()`: its backward needs only the gradient). The partitioner copies
+joint-graph nodes into both graphs under their joint names, so an op named in both graphs is one
+the backward recomputes; its own debug count (`# remat/fw/bw`, `AOT_PARTITIONER_DEBUG` in
+torch/_functorch/partitioners.py) is defined the same way. Sizes are the printed types: bytes are
+numel times the element size, as the partitioner's `_size_of` counts a tensor (null for a
+symbolic size).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..parsers.fxgraph import parse_graphs
 from .spec import Feature, Part
 
 SAVED_OUTPUT = "SavedForBackwardsAOTOutput("
+AOT_OUTPUT = "AOTOutput("  # any output descriptor: with none saved, the forward saves nothing
 ITEM_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2,
               "int32": 4, "int64": 8, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
 VALUES_PER_LIST = 2000
@@ -57,13 +60,14 @@ def _graph_nodes(artifact: dict) -> dict[str, dict]:
 
 def saved_activations(stages: dict) -> dict | None:
     """`{"saved", "recomputed", "saved_bytes", "dropped"}` of a compile with a backward graph,
-    else None."""
+    else None; `saved` is empty where the forward saves nothing."""
     forward, backward = stages.get("aot_forward"), stages.get("aot_backward")
     if forward is None or backward is None:
         return None
     names = saved_names(forward["text"])
-    if not names:
-        raise ValueError("the forward graph marks no output SavedForBackwardsAOTOutput")
+    if not names and AOT_OUTPUT not in forward["text"]:
+        raise ValueError("the forward graph prints no AOT output descriptors, so what it saves "
+                         "for the backward is unknown")
     fw_nodes, bw_nodes = _graph_nodes(forward), _graph_nodes(backward)
     saved = [_value(fw_nodes[name]) for name in names if name in fw_nodes]
     computed = {name for name, node in fw_nodes.items() if node["op"] == "call_function"}

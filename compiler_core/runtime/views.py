@@ -73,6 +73,19 @@ def _interpreted(gm):
     return lambda *args: torch.fx.Interpreter(gm).run(*args)
 
 
+def _under_refs(gm):
+    """gm run node by node under TorchRefsMode. The mode is entered inside the traced call, after
+    make_fx has made its fake inputs: made under the mode, a fake of a view input (`x[1:]`,
+    `x.t()`) fails in PyTorch's meta converter (`_set_creation_meta`: "Expected meta != nullptr",
+    torch 2.13), since the mode turns the converter's own view call into a ref."""
+    from torch._prims.context import TorchRefsMode
+
+    def run(*args):
+        with TorchRefsMode():
+            return torch.fx.Interpreter(gm).run(*args)
+    return run
+
+
 def _retrace(gm, inputs, *, prims: bool):
     """Core ATen: make_fx with the Core ATen table. Prims: that graph again under TorchRefsMode
     (refs of ATen ops take positional arguments, which the Torch-level graph may not use)."""
@@ -84,9 +97,7 @@ def _retrace(gm, inputs, *, prims: bool):
                        tracing_mode="fake")(*inputs)
         if not prims:
             return core
-        from torch._prims.context import TorchRefsMode
-        with TorchRefsMode():
-            return make_fx(_interpreted(core), tracing_mode="fake")(*inputs)
+        return make_fx(_under_refs(core), tracing_mode="fake")(*inputs)
 
 
 def _readable(traced) -> str:

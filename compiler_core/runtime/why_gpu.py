@@ -7,7 +7,11 @@
   function that also bumps `counters["inductor"]["cudagraph_skips"]`), "[0/0] Recording
   cudagraph tree for ...", "[0/0] Re-recording function=..., reason=..." (debug), the graph
   partitions (debug). Each line becomes a `cudagraph_log` record, tagged with the compile being
-  compiled (None at run time, where the message itself names it). To get the debug lines the
+  compiled and whether CUDA graphs were on (`config.triton.cudagraphs`, which the mode turns on
+  for the compile: the scheduler logs its partitions with them off too). At run time, outside any
+  compile, it is tagged with the compile id and name of the function the CUDA graph tree manager
+  is running (a skip for a mutated input is logged there, naming neither) and the user's line
+  that called it. To get the debug lines the
   loggers are set to DEBUG; what a plain run prints (warnings, by torch's default levels) is
   still handed on to torch's own handlers, nothing more. On a CPU-only graph Inductor counts a
   skip but logs nothing. With DEBUG on, `CUDAGraphTreeManager._run` builds each re-record's
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 
 from .session import CaptureSession, current_compile_id
 
@@ -35,11 +40,13 @@ CUDAGRAPH_LINES = 2000  # per job: partition logs write a line per non-cudagraph
 
 
 class CudagraphLogHandler(logging.Handler):
-    """Records each line of the `cudagraphs` artifact and hands on what torch would print."""
+    """Records each line of the `cudagraphs` artifact and hands on what torch would print.
+    `running`: (compile id, name) of each function the tree manager is running, innermost last."""
 
     def __init__(self, session: CaptureSession):
         super().__init__(logging.DEBUG)
         self.session, self.count = session, 0
+        self.running: list[tuple[str | None, str | None]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         logger = logging.getLogger(record.name)
@@ -48,9 +55,31 @@ class CudagraphLogHandler(logging.Handler):
         if not self.session.recording or self.count >= CUDAGRAPH_LINES:
             return
         self.count += 1
-        self.session.writer.emit("cudagraph_log", current_compile_id(), None,
+        compile_id, function, line = current_compile_id(), None, None
+        if compile_id is None:  # at run time
+            compile_id, function = self.running[-1] if self.running else (None, None)
+            line = calling_line(self.session.user_file)
+        self.session.writer.emit("cudagraph_log", compile_id, None,
                                  level=record.levelname, logger=record.name,
-                                 message=record.getMessage()[:MESSAGE_CHARS])
+                                 message=record.getMessage()[:MESSAGE_CHARS], function=function,
+                                 line=line, cudagraphs=cudagraphs_on())
+
+
+def cudagraphs_on() -> bool:
+    from torch._inductor import config
+    return bool(config.triton.cudagraphs)
+
+
+def calling_line(user_file: str) -> int | None:
+    """The line of the user's script that is running: its innermost frame that is not code
+    Dynamo made (a compiled function's frame stands at its def or break line; Dynamo maps the
+    code it made to the original in `torch._dynamo.utils.orig_code_map`)."""
+    from torch._dynamo.utils import orig_code_map
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename != user_file
+                                 or frame.f_code in orig_code_map):
+        frame = frame.f_back
+    return frame.f_lineno if frame is not None else None
 
 
 def _cudagraph_logger_names() -> set[str]:
@@ -80,16 +109,45 @@ def guard_rerecord_reason() -> None:
     cudagraph_trees.log_data_ptr_mismatch = log_data_ptr_mismatch
 
 
-def record_cudagraph_log(session: CaptureSession) -> None:
+def follow_tree_manager(handler: CudagraphLogHandler) -> None:
+    """While the CUDA graph tree manager runs a compiled function (warm-up, recording, replay,
+    re-recording, or a skip), the handler knows the function's compile id and name:
+    `CUDAGraphTreeManager.run(new_inputs, function_id)` (torch 2.11-2.15) maps the id to both."""
+    from torch._inductor.cudagraph_trees import CUDAGraphTreeManager
+    original = CUDAGraphTreeManager.run
+
+    @functools.wraps(original)
+    def run(self, new_inputs, function_id):
+        handler.running.append(_function_of(self, function_id))
+        try:
+            return original(self, new_inputs, function_id)
+        finally:
+            handler.running.pop()
+
+    CUDAGraphTreeManager.run = run
+
+
+def _function_of(manager, function_id) -> tuple[str | None, str | None]:
+    try:
+        compile_id = manager.id_to_compile_id.get(function_id)
+        return (str(compile_id) if compile_id is not None else None,
+                manager.get_func_name(function_id))
+    except (AttributeError, KeyError):  # a torch whose manager keeps them otherwise
+        return None, None
+
+
+def record_cudagraph_log(session: CaptureSession) -> CudagraphLogHandler:
     import torch
+    handler = CudagraphLogHandler(session)
     if torch.cuda.is_available():  # CUDA graphs need CUDA; a CPU job saves the import (0.7 s)
         guard_rerecord_reason()
-    handler = CudagraphLogHandler(session)
+        follow_tree_manager(handler)
     for name in sorted(_cudagraph_logger_names()):
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG)
         logger.propagate = False  # the handler hands on what would have propagated
+    return handler
 
 
 def record_autotune_choices(session: CaptureSession) -> None:
