@@ -15,8 +15,9 @@ import sys
 
 import jsonschema
 import pytest
+from test_browser import open_page, page, shot  # noqa: F401  (page is a fixture)
 
-from compiler_core import Options
+pytest_plugins = ["test_app_fixtures"]
 
 SCRIPT = '''import torch
 import torch._dynamo
@@ -92,12 +93,16 @@ def reference(tmp_path_factory) -> list[list[str]]:
     return [line.split("|") for line in run.stdout.splitlines()]
 
 
+def run(compiled, source: str) -> dict:
+    """The job of `source` through the API (its page is opened below), stages only."""
+    job = compiled(source, device="cpu", measure=False, views=False)
+    assert job["result"]["error"] is None, job["result"]["error"]
+    return job
+
+
 @pytest.fixture(scope="module")
-def result(worker) -> dict:
-    result = worker.run(SCRIPT, Options(device="cpu", measure=False, views=False),
-                        user_file="truth.py")
-    assert result["error"] is None, result["error"]
-    return result
+def result(compiled) -> dict:
+    return run(compiled, SCRIPT)["result"]
 
 
 def labelled(result, reference) -> dict[str, dict]:
@@ -173,11 +178,8 @@ plain(torch.ones(4))
 
 
 @pytest.fixture(scope="module")
-def arguments_result(worker) -> dict:
-    result = worker.run(ARGUMENTS_SCRIPT, Options(device="cpu", measure=False, views=False),
-                        user_file="arguments.py")
-    assert result["error"] is None, result["error"]
-    return result
+def arguments_result(compiled) -> dict:
+    return run(compiled, ARGUMENTS_SCRIPT)["result"]
 
 
 def test_each_compile_keeps_the_scripts_own_arguments(arguments_result):
@@ -191,3 +193,32 @@ def test_each_compile_keeps_the_scripts_own_arguments(arguments_result):
     compile_of = {c["callable"]: c["compile_id"] for c in arguments_result["calls"]}
     assert tuned["compile_ids"] == [compile_of[tuned["index"]]]
     assert plain["compile_ids"] == [compile_of[plain["index"]]]
+
+
+def test_the_page_labels_each_call_and_the_overridden_option(page, live_server, compiled,
+                                                             reference):
+    open_page(page, f"{live_server}/r/{run(compiled, SCRIPT)['key']}")
+    page.click("[data-tab=calls]")
+    outcomes = [o.lower() for o in page.locator(".calls .outcome").all_inner_texts()]
+    assert [RAN[ref[1]] >= {outcome} for ref, outcome in zip(reference, outcomes)] == [True] * 15
+    why = page.locator(".calls .call.eager .call-why").all_inner_texts()
+    assert why == ["recompile_limit (2) hit"] * 2 + ["frame skipped"] * 2 + [
+        "recompile_limit (2) hit", "Dynamo off"]
+    limit_row = page.locator(".calls .call").nth(2)
+    assert "torch._dynamo.config.recompile_limit (2)" in limit_row.get_attribute("title")
+    assert page.locator(".calls .call.error .call-why").inner_text() == "FailOnRecompileLimitHit"
+    shot(page, "calls_eager_after_recompile_limit")
+
+    open_page(page, f"{live_server}/r/{run(compiled, ARGUMENTS_SCRIPT)['key']}")
+    tuned = page.locator(".compile-row[data-compile='0/0'] .compile-arguments").inner_text()
+    assert tuned == "this compile: mode=max-autotune (script), overrides the page's default"
+    assert "backend=eager (script), overrides the page's inductor" in page.locator(
+        ".compile-row[data-compile='1/0'] .compile-arguments").inner_text()
+    mode = page.locator("#options select[name=mode]")
+    assert "overridden" in mode.get_attribute("class")
+    assert "Overridden for f (line 12): mode=max-autotune" in mode.get_attribute("title")
+    assert "overridden" not in (page.locator("#options select[name=dynamic]")
+                                .get_attribute("class") or "")
+    page.click("[data-tab=calls]")
+    assert page.locator(".compiled-callables li").count() == 2
+    shot(page, "compile_arguments_override_the_page")

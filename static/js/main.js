@@ -14,7 +14,7 @@ import { applyLayout, checkLayout, currentLayout, layoutFragment, parseFragment 
 import { Spotlight } from "./spots.js";
 import { buildMenu, compareWith } from "./menu.js";
 import { diffRuns } from "./compare.js";
-import { buildOptions, labelOptions, setOptions as setFormOptions } from "./toolbar.js";
+import { buildOptions, labelOptions, markOverrides, setOptions as setFormOptions } from "./toolbar.js";
 import { recompileMarks, showSummary, uniqueBreaks } from "./recompiles.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
@@ -126,6 +126,7 @@ function showResult(result, key) {
     timing.firstContent = performance.now() - timing.submit;
   }
   run.setResult(result);
+  markOverrides($("#options"), result);
   panes.setResult(result, key, current?.id ? { job: current.id } : key ? { key } : null);
   setMarks(editor, result ? [...marksFor(result), ...recompileMarks(result)] : []);
   showSummary($("#summary"), result, showUserLine);

@@ -4,7 +4,7 @@
 // from the catalogue's error kinds, on hover).
 
 import { embedded } from "./api.js";
-import { renderCalls } from "./calls.js";
+import { compileArguments, renderCalls } from "./calls.js";
 import { shownPath } from "./paths.js";
 import { h, clear, lineLink, linkify, safeUrl } from "./dom.js";
 import { stageLabel, stageList } from "./stages.js";
@@ -175,7 +175,15 @@ export class RunPanel {
         compileId ? frameLabel(compile, this.result?.user_file) : "after the script",
         this.frameLine(compile)),
       h("div", { class: "chips" }, chips),
-      this.censusLine(compile, labels));
+      this.censusLine(compile, labels),
+      this.argumentsLine(compileId));
+  }
+
+  // The arguments this compile's torch.compile call set itself, if any, and the page options
+  // they override.
+  argumentsLine(compileId) {
+    const text = compileId ? compileArguments(this.result, compileId) : null;
+    return text ? h("div", { class: "compile-arguments" }, text) : null;
   }
 
   // A frame in the user's script links its own line; one in library code (a compiled nn.Module

@@ -1,9 +1,11 @@
 // The toolbar's run options, from the engine's catalogue: a select per choice, a checkbox per
 // switch. A select whose choices include "auto" shows its name too ("device: auto": "auto"
 // alone would not say what it is); in presenter mode every select does ("mode: default"), so
-// that a room can read what each menu sets.
+// that a room can read what each menu sets. A menu whose default a script's own torch.compile
+// argument beat in the shown result is marked, its title naming the call (`markOverrides`).
 
 import { h } from "./dom.js";
+import { ownArguments } from "./calls.js";
 import { pageOptions } from "./settings.js";
 
 function optionControl(option, settings, persist) {
@@ -12,10 +14,10 @@ function optionControl(option, settings, persist) {
   if (option.kind === "bool") {
     const box = h("input", { type: "checkbox", name, checked: settings.options[name],
                              onchange: () => save(box.checked) });
-    return h("label", { class: "check", title: help }, box, ` ${label}`);
+    return h("label", { class: "check", title: help, dataset: { help } }, box, ` ${label}`);
   }
   const select = h("select", { name, "aria-label": label, title: help, onchange: () => save(select.value),
-                               dataset: { label, prefixed: option.choices.includes("auto") ? "1" : "" } },
+                               dataset: { label, help, prefixed: option.choices.includes("auto") ? "1" : "" } },
     option.choices.map((c) => h("option", { value: c, selected: settings.options[name] === c }, c)));
   return select;
 }
@@ -42,5 +44,19 @@ export function setOptions(form, settings, options) {
     const field = form.querySelector(`[name="${name}"]`);
     if (field?.type === "checkbox") field.checked = value;
     else if (field) field.value = value;
+  }
+}
+
+// Marks each control whose option a compiled callable's own torch.compile argument overrode in
+// `result` (its `overrides`), and says in its title which call set what: the menu's value did
+// not apply to that call. Cleared for a result without such a call.
+export function markOverrides(form, result) {
+  for (const field of form.querySelectorAll("[name]")) {
+    const control = field.type === "checkbox" ? field.closest("label") : field;
+    const by = (result?.compiled_callables ?? []).filter((c) => c.overrides?.includes(field.name));
+    control.classList.toggle("overridden", by.length > 0);
+    control.title = [control.dataset.help, ...by.map((c) =>
+      `Overridden for ${c.name}${c.line ? ` (line ${c.line})` : ""}: ${ownArguments(c, result.options)}`)]
+      .filter(Boolean).join("\n");
   }
 }
