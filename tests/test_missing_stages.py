@@ -273,3 +273,46 @@ def test_a_rerecord_without_a_line_in_its_reason_has_the_line_of_the_call():
     (rerecord,) = build_result([record], "/job/s.py", strict=True)["cudagraphs"]["rerecords"]
     assert rerecord == {"compile_id": "0/1", "function": "partition_0", "mode": "INFERENCE",
                         "reason": "static input data pointer changed.", "line": 12}
+
+
+# ---------------------------------------------------------------- the page, in headless Chromium
+pytest_plugins = ["test_app_fixtures"]
+ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "test-artifacts")
+
+
+def _pane_with(browser, tmp_path, name: str, source: str, result: dict, stage: str) -> str:
+    """The first pane's text with `stage` picked, in the static report of `result` (the page's
+    own code, opened from disk); a screenshot goes to test-artifacts/."""
+    from compiler_core import report_html
+
+    path = tmp_path / f"{name}.html"
+    path.write_text(report_html(source, {"device": "cpu"}, result))
+    context = browser.new_context(viewport={"width": 1400, "height": 800})
+    page = context.new_page()
+    problems = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-ready='1'][data-mode='report']")
+    first = ".pane[data-index='0']"
+    page.select_option(f"{first} .pane-stage", stage)
+    menu = page.locator(f"{first} .pane-stage option:checked").inner_text()
+    text = page.locator(f"{first} .pane-body").inner_text()
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    page.screenshot(path=os.path.join(ARTIFACTS, f"missing_stage_{name}.png"))
+    context.close()
+    assert not problems, problems
+    return f"{menu}\n{text}"
+
+
+def test_the_pane_shows_why_a_view_is_missing_and_what_a_forward_saves(browser, tmp_path,
+                                                                          failed_views, results):
+    failed = build_result(failed_views, "/job/x.py")
+    shown = _pane_with(browser, tmp_path, "failed_view", "import torch\n", failed, "prims")
+    assert shown.startswith("Prims (view) (failed)\n")
+    assert "Compile 0/0 has no Prims (view) stage: PyTorch's make_fx could not re-trace" in shown
+    assert "depends on a tensor's value" in shown and "PyTorch's error" in shown
+    shown = _pane_with(browser, tmp_path, "saves_nothing", SAVES_NOTHING, results["nosave"],
+                       "aot_forward")
+    assert "Saved for backward: nothing" in shown
+    assert "This forward saves no tensors for the backward" in shown

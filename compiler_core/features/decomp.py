@@ -36,12 +36,12 @@ WHY = {
 
 def failure_reason(stage: str, message: str) -> str:
     """Why a view is missing, in words, from PyTorch's error (`Type: message`)."""
-    kind = message.split(":", 1)[0].strip()
+    kind = message.split(":", 1)[0].strip()[:100]
     why = WHY.get(kind, f"PyTorch raised {kind}")
     label = next(spec.label for spec in SPECS if spec.name == stage).removesuffix(" (view)")
     return (f"PyTorch's make_fx could not re-trace this graph for the {label} view "
-            f"({TABLES[stage]}): {why}. The graph itself compiled; only this view of it is "
-            "missing.")
+            f"({TABLES[stage]}): {why}. Only this view is missing; the compile's own stages are "
+            "unaffected.")
 
 
 def explain_failures(run) -> None:

@@ -13,7 +13,7 @@ import { StageTexts } from "./stagetexts.js";
 import { errorStrip, noCompile } from "./states.js";
 import { renderTimings } from "./timings.js";
 import { aotiTable, entryLabel, pickable, programStage } from "./programs.js";
-import { artifactFor, filename, leftOut, optionOf, resolveStage, stageLabel, stageMenu, viewsFor } from "./stages.js";
+import { artifactFor, filename, leftOut, optionOf, resolveStage, stageError, stageLabel, stageMenu, viewsFor } from "./stages.js";
 
 export class Panes {
   constructor(root, settings, { onUserLine, onChange, onTexts, optionLabel, onRunWith }) {
@@ -289,16 +289,23 @@ class Pane {
     this.compareButton.title = `Diff this stage with compile ${previous}, the cache entry this compile was added beside after its guards failed`;
     clear(this.stageSelect, stageMenu(compile, result, stage).map(([name, label]) => {
       const present = !result || artifactFor(compile, name, result);
+      const why = leftOut(name, compile, result) ? "off" : stageError(name, compile, result) ? "failed" : "none";
       return h("option", { value: name, selected: name === stage, class: present ? "" : "absent" },
-        present ? label : `${label} (${leftOut(name, compile, result) ? "off" : "none"})`);
+        present ? label : `${label} (${why})`);
     }));
   }
 
-  // Why the pane has no text; a stage that a run option left out offers to compile again with it.
+  // Why the pane has no text: a stage that could not be made says why (PyTorch's error beside
+  // it); a stage that a run option left out offers to compile again with it.
   absentNote(stage, compile, result) {
     const label = stageLabel(stage, compile);
     if (result.partial) return h("p", { class: "empty" }, `Waiting for ${label} ...`);
     const absent = `${compile ? `Compile ${compile.id}` : "This run"} has no ${label} stage`;
+    const failed = stageError(stage, compile, result);
+    if (failed) {
+      return h("div", { class: "empty stage-failed" }, h("p", {}, `${absent}: ${failed.reason ?? failed.message}`),
+        failed.reason ? h("details", {}, h("summary", {}, "PyTorch's error"), h("pre", { class: "traceback" }, failed.message)) : null);
+    }
     if (!leftOut(stage, compile, result)) return h("p", { class: "empty" }, `${absent}.`);
     const option = optionOf(stage);
     return h("p", { class: "empty" }, `${absent}: the '${this.owner.optionLabel(option)}' box was off ` +

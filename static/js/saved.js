@@ -33,6 +33,12 @@ export function renderSaved(compile, stage, onUserLine) {
   const saved = compile?.saved_activations;
   if (!saved || !STAGES.has(stage)) return null;
   const { recomputed } = saved;
+  if (!saved.saved.length) {
+    return h("details", { class: "kernel-list saved-list", open: true },
+      h("summary", {}, "Saved for backward: nothing"),
+      h("p", { class: "note" }, "This forward saves no tensors for the backward: AOTAutograd's partitioner " +
+        "marks none of its outputs saved, so the backward needs only the gradients of the outputs."));
+  }
   return h("details", { class: "kernel-list saved-list", open: true },
     h("summary", {}, `Saved for backward: ${saved.saved.length} values, ${size(saved.saved_bytes)}` +
       `; ${recomputed.length} op${recomputed.length === 1 ? "" : "s"} recomputed in the backward` +

@@ -26,11 +26,19 @@ export function stageList(compile) {
 }
 
 // The stage menu of a pane: before a result, every stage; after, those this compile has (and the
-// run's timings), those a run option left out (`leftOut`), and `current` when the pane is set to
-// one it lacks.
+// run's timings), those a run option left out (`leftOut`) or that could not be made
+// (`stageError`), and `current` when the pane is set to one it lacks.
 export function stageMenu(compile, result, current) {
   return stageList(compile).filter(([name]) => !result || name === current ||
-    artifactFor(compile, name, result) || leftOut(name, compile, result));
+    artifactFor(compile, name, result) || leftOut(name, compile, result) ||
+    stageError(name, compile, result));
+}
+
+// Why this compile has no such stage, where it could not be made: its `stage_errors` entry
+// ({message: PyTorch's error, reason: the same in words, where known}), else null.
+export function stageError(stage, compile, result) {
+  if (!compile) return null;
+  return (result?.stage_errors ?? []).find((e) => e.stage === stage && e.compile_id === compile.id) ?? null;
 }
 
 // The run option that gives this stage (null: none), and whether this run had it off, for this

@@ -20,7 +20,8 @@ function cudagraphsSection(report, onLine) {
     h("h4", {}, `CUDA graphs: ${skips.length} skipped, ${recordings.length} recorded, ` +
       `${rerecords.length} recorded again`),
     skips.map((s) => h("article", { class: "break-card" },
-      h("h3", {}, "CUDA graphs skipped", at(s, onLine)), h("p", { class: "message" }, s.reason))),
+      h("h3", {}, "CUDA graphs skipped", s.function ? ` for ${s.function}` : "", at(s, onLine)),
+      h("p", { class: "message" }, s.reason))),
     rerecords.map((r) => h("article", { class: "break-card" },
       h("h3", {}, `Recorded again: ${r.function ?? "?"}`, r.mode ? ` (${r.mode})` : "", at(r, onLine)),
       h("p", { class: "message" }, r.reason))),
