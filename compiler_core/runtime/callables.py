@@ -189,14 +189,17 @@ class CompileRecorder:
         return changed
 
     def remove_hooks(self) -> None:
-        """Once the script has ended: each compiled module as the script's author has it, so
-        that timings call it without torchbolt's hooks (with them, a small module's compiled
-        calls took 13 % longer on a 2-core CPU, and on the H200 the launch-bound models'
-        speed-ups read 5-11 % under do_bench's)."""
+        """Once the script has ended: each compiled module as the script's author has it (and
+        Dynamo's guard-complete hook as the script had it), so that timings call it without
+        torchbolt's hooks (with them, a small module's compiled calls took 13 % longer on a
+        2-core CPU, and on the H200 the launch-bound models' speed-ups read 5-11 % under
+        do_bench's)."""
         for entry in self.callables:
             for hook in entry.hooks:
                 hook.remove()
             entry.hooks = []
+        if self.timeline:
+            self.timeline.uninstall()
 
     def _call_ended(self, out, raised: BaseException | None = None) -> None:
         """`out`: the call's outputs (None when it raised `raised`)."""

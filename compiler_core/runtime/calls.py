@@ -105,6 +105,13 @@ class CallTimeline:
         logging.getLogger(CONVERT_FRAME_LOGGER).addHandler(RecompileLimitLog(self.limits))
         self._keep_hook()
 
+    def uninstall(self) -> None:
+        """Once the script has ended: the guard-complete hook as the script had it, so that
+        timings run without ours (Dynamo calls it at every lookup of a compiled frame)."""
+        current = set_guard_complete_hook(self.previous_hook)
+        if current is not self.hook:  # the script set its own since the last call
+            set_guard_complete_hook(current)
+
     def _keep_hook(self) -> None:
         """Installs the guard-complete hook again where the script set its own (e.g.
         `torch.compiler.set_enable_guard_collectives`): that one is chained, not lost."""
