@@ -27,6 +27,8 @@ from compiler_core.features import cudagraphs, saved
 from compiler_core.report.result import build_result
 from compiler_core.wire import RecordWriter
 
+pytest_plugins = ["test_app_fixtures"]  # the headless Chromium
+
 DATA = os.path.join(os.path.dirname(__file__), "data", "why_gpu_h200.json")
 
 VIEW_INPUTS = """import torch
@@ -276,7 +278,6 @@ def test_a_rerecord_without_a_line_in_its_reason_has_the_line_of_the_call():
 
 
 # ---------------------------------------------------------------- the page, in headless Chromium
-pytest_plugins = ["test_app_fixtures"]
 ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                          "test-artifacts")
 
