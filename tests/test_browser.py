@@ -186,10 +186,14 @@ def test_timings_view_shows_verdict_speedup_and_figure(page, live_server, compil
     assert page.inner_text(f"{card} .verdict").startswith("✓ Same output: compiled matches eager")
     assert page.inner_text(f"{card} [data-series=warm] th").startswith("CPU, warm")
     speedup = page.inner_text(f"{card} [data-series=warm] .speedup")
-    assert re.fullmatch(r"\d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d×\), (faster|slower|within noise)", speedup)
+    assert re.fullmatch(r"\d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d×\), (faster|slower|within noise|"
+                        r"can't tell \((machine busy|too few turns)\))", speedup)
     assert speedup.startswith(f"{timing['e2e']['warm']['speedup']['median']:.2f}×")
-    assert page.locator(f"{card} .timing-plot .barlayer .point").count() >= 2  # stacked kernel bars
-    assert "cpp_fused" in page.inner_text(f"{card} details[data-mode=compiled]")
+    if any(side.get("withheld") for side in timing["kernels"]["totals"].values()):
+        assert "withheld" in page.inner_text(f"{card} .launches")  # profiled on a busy machine
+    else:
+        assert page.locator(f"{card} .timing-plot .barlayer .point").count() >= 2  # stacked bars
+        assert "cpp_fused" in page.inner_text(f"{card} details[data-mode=compiled]")
     shot(page, "timings_view")
 
 

@@ -72,7 +72,9 @@ def test_kernel_overlay_and_measured_share(client, block):
     assert fused and all("var_mean" in compile0["kernels"][names.index(k)]["nodes"] for k in fused)
     assert [names[i] for i in by_name["addmm"]["kernels"]] == ["extern_kernels.addmm"]
     measured = [k for k in graph["kernels"] if k["share"] is not None]
-    assert measured and all(0 < k["share"] <= 1 and k["us"] > 0 for k in measured)
+    withheld = all(t["kernels"]["totals"]["compiled"].get("withheld")  # a busy machine's profile
+                   for t in block["result"]["timings"] if "kernels" in t)
+    assert (measured or withheld) and all(0 < k["share"] <= 1 and k["us"] > 0 for k in measured)
     dynamo = {n["name"]: n for n in view(client, block, "dynamo_graph", collapse="off")["nodes"]}
     assert "extern_kernels.bmm" in [names[i] for i in dynamo["matmul"]["kernels"]]
 

@@ -240,9 +240,10 @@ def test_timings_say_in_words_what_they_measured(browser, live_server, compiled)
         assert said.startswith(("compiled is about", "compiled is slower", "can't tell")), verdict
         terms = page.eval_on_selector_all(f"{pane(page, 1)} abbr.term", "(els) => els.map((e) => [e.textContent, e.title])")
         assert {"IQR", "busy", "speed-up"} <= {word for word, _ in terms} and all(title for _, title in terms)
-        page.locator(f"{pane(page, 1)} .ytitle").scroll_into_view_if_needed()
-        title, plot = box(page, f"{pane(page, 1)} .ytitle"), box(page, f"{pane(page, 1)} .timing-plot")
-        assert title["x"] >= plot["x"]  # the y axis's title is not cut
+        if job["result"]["timings"][0]["plots"]["kernels"]:  # none where a busy machine profiled
+            page.locator(f"{pane(page, 1)} .ytitle").scroll_into_view_if_needed()
+            title, plot = box(page, f"{pane(page, 1)} .ytitle"), box(page, f"{pane(page, 1)} .timing-plot")
+            assert title["x"] >= plot["x"]  # the y axis's title is not cut
         shot(page, "presenter_timings")
 
 

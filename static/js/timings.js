@@ -1,7 +1,8 @@
 // Timings view: what the engine measured after the script ran (compiler_core/runtime/measure), one card
-// per compiled callable and call signature: the correctness verdict first, eager vs compiled end
-// to end (median, IQR and speed-up with its range, per series), launches per call, the per-kernel
-// rows, and the engine's plotly figures. User text (callable and kernel names) only reaches the
+// per compiled callable and call signature: the engine's speed verdict (or why it can't tell) and
+// the compiled graphs the timed call ran, the correctness verdict, eager vs compiled end to end
+// (median, IQR and the median of per-turn ratios with their range, per series), launches per
+// call, the per-kernel rows (or why their times are withheld), and the engine's plotly figures. User text (callable and kernel names) only reaches the
 // page through dom.js; the figures' labels were escaped where they were built (plots.py).
 
 import { h, clear } from "./dom.js";
@@ -23,9 +24,20 @@ function duration(ms) {
 
 const magnitude = (v) => (v && v < 1e-3 ? v.toExponential(1) : String(+v.toPrecision(2)));
 
-function speedupText({ median, low, high }) {
-  const verdict = low > 1 ? "faster" : high < 1 ? "slower" : "within noise";
-  return `${median.toFixed(2)}× (${low.toFixed(2)}–${high.toFixed(2)}×), ${verdict}`;
+// The engine's verdict on a series; derived from the ratios' quartiles for results stored before
+// the engine judged (they carry no contention figure).
+function outcomeOf(series) {
+  if (series.verdict) return series.verdict;
+  const { low, high } = series.speedup;
+  return { outcome: low > 1 ? "faster" : high < 1 ? "slower" : "within_noise" };
+}
+
+const OUTCOME_WORDS = { faster: "faster", slower: "slower", within_noise: "within noise",
+                        busy: "can't tell (machine busy)", too_few: "can't tell (too few turns)" };
+
+function speedupText(series) {
+  const { median, low, high } = series.speedup;
+  return `${median.toFixed(2)}× (${low.toFixed(2)}–${high.toFixed(2)}×), ${OUTCOME_WORDS[outcomeOf(series).outcome]}`;
 }
 
 // A word with its meaning on hover.
@@ -33,49 +45,69 @@ const term = (word, meaning) => h("abbr", { class: "term", title: meaning }, wor
 const TERMS = {
   iqr: "interquartile range: the middle half of the samples lay between these two times",
   busy: "how long the kernels (on a CPU, the operators) ran in one call, from the profiler; " +
-    "the rest of the call is Python, dispatch and launch overhead",
+    "the rest of the call is Python, dispatch and launch overhead. On a CPU, of a profiled call: " +
+    "the profiler's own cost makes it slower than the call timed without it",
   hostBound: "host-bound: launching the work takes the host CPU as long as the device takes to run it " +
     "(or longer), so these times follow the host's speed, which drifts",
   speedup: "eager's time over compiled's, per pair of neighbouring eager and compiled turns: the " +
-    "median of those ratios, and in brackets the range of the middle half of them",
+    "median of those ratios, and in brackets the range of the middle half of them. It is not the " +
+    "ratio of the two medians beside it, which can differ",
 };
 
 // Why a speed-up within the noise can't be told on this machine, from what the timing recorded.
-function noiseReasons(entry, series, env) {
+function noiseReasons(entry, series) {
   const { low, high } = series.speedup;
   const busy = entry.kernels?.totals?.compiled?.busy_share;
+  const waited = series.contention?.wait_share;
   return [
     series.host_bound ? "The host CPU paces these calls (it launches the work no faster than the device " +
       "runs it), and its speed drifts." : null,
     entry.device === "cuda" && busy != null && busy < 0.5 ? `The GPU was busy for only ${(100 * busy).toFixed(0)} % ` +
       "of the compiled call: launch overhead decides its time, not the kernels." : null,
-    entry.device !== "cuda" && env.threads ? `It ran on ${env.threads} CPU thread${env.threads > 1 ? "s" : ""}: ` +
-      "other work on them makes CPU timings drift." : null,
+    waited != null && waited >= 0.01 ? `Other work on the machine: the job's threads waited ` +
+      `${waited.toPrecision(2)} s for a CPU per second timed.` : null,
     high / low > 1.5 ? "The ratios spread widely: other work on the machine slowed some turns." : null,
   ].filter(Boolean);
 }
 
+// The compiled graphs the timed call ran, named where the callable has several (a call with a
+// graph break runs several; a callable compiled again, e.g. for a dynamic size, runs one of them).
+function replayedText(entry, result) {
+  const ran = entry.replayed ?? [];
+  const all = result.compiled_callables?.[entry.callable]?.compile_ids ?? ran;
+  if (!ran.length || all.length < 2) return "";
+  const graphs = ran.length > 1 ? `compiled graphs ${ran.join(", ")}` : `compiled graph ${ran[0]}`;
+  return ` The timed call ran ${graphs} of this callable's ${all.length} (${all.join(", ")}).`;
+}
+
 // The room's answer first, named by what was timed (the script's call, with a backward only
 // where the script ran one): faster, slower, or can't tell on this machine, and why.
-function speedVerdict(entry, env) {
+function speedVerdict(entry, result) {
   const series = entry.e2e?.warm; // the series to compare first (endToEnd's first row)
   const s = series?.speedup;
   // `timed` is absent from results stored before it existed
   const timed = entry.timed ?? (entry.mode === "forward+backward" ? "Forward and backward" : "One call");
-  if (!s) return h("p", { class: "speed-verdict unclear" }, `${timed}: no speed verdict, compiled's output differs from eager's.`);
+  const graphs = replayedText(entry, result);
+  if (!s) return h("p", { class: "speed-verdict unclear" }, `${timed}: no speed verdict, compiled's output differs from eager's.${graphs}`);
   const times = (x) => `${x.toFixed(x >= 10 ? 0 : 1)}×`;
-  if (s.low > 1) {
+  const ratios = `the median of ${s.pairs} paired turns' ratios`;
+  const { outcome, reason } = outcomeOf(series);
+  if (outcome === "faster") {
     return h("p", { class: "speed-verdict faster" }, `${timed}: compiled is about ${times(s.median)} faster ` +
-      `than eager on this machine (the middle half of ${s.pairs} paired turns all say faster).`);
+      `than eager on this machine (${ratios}; the middle half of them all say faster).${graphs}`);
   }
-  if (s.high < 1) {
+  if (outcome === "slower") {
     return h("p", { class: "speed-verdict slower" }, `${timed}: compiled is slower, about ${times(1 / s.median)} ` +
-      `eager's time on this machine (the middle half of ${s.pairs} paired turns all say slower).`);
+      `eager's time on this machine (${ratios}; the middle half of them all say slower).${graphs}`);
   }
-  const reasons = noiseReasons(entry, series, env);
+  if (outcome === "busy" || outcome === "too_few") {
+    return h("p", { class: "speed-verdict unclear" }, `${timed}: can't tell: ${reason} ` +
+      `(speed-up ${s.median.toFixed(2)}×, ${ratios}, not shown as a verdict).${graphs}`);
+  }
+  const reasons = noiseReasons(entry, series);
   return h("p", { class: "speed-verdict unclear" }, `${timed}: can't tell on this machine, compiled and eager are within ` +
-    `each other's noise (speed-up ${s.median.toFixed(2)}×, between ${s.low.toFixed(2)}× and ${s.high.toFixed(2)}× ` +
-    "in the middle half of the paired turns).", reasons.length ? ` ${reasons.join(" ")}` : "");
+    `each other's noise (speed-up ${s.median.toFixed(2)}×, ${ratios}, between ${s.low.toFixed(2)}× and ${s.high.toFixed(2)}× ` +
+    `in the middle half of them).${graphs}`, reasons.length ? ` ${reasons.join(" ")}` : "");
 }
 
 export function renderTimings(container, result) {
@@ -91,7 +123,7 @@ export function renderTimings(container, result) {
   }
   const figures = [];
   clear(container, h("div", { class: "timings" },
-    timings.map((entry) => card(entry, result.environment ?? {}, figures))));
+    timings.map((entry) => card(entry, result, figures))));
   drawFigures(container, figures);
 }
 
@@ -107,7 +139,8 @@ function emptyMessage(result) {
     : "No timings: no compiled callable was called, so there was nothing to time.";
 }
 
-function card(entry, env, figures) {
+function card(entry, result, figures) {
+  const env = result.environment ?? {};
   const device = entry.device === "cuda" ? `GPU${env.device_name ? `: ${env.device_name}` : ""}` : "CPU";
   const head = h("h3", {}, h("code", {}, `${entry.name}(${entry.arguments.join(", ")})`),
     entry.device ? h("span", { class: `chip device ${entry.device}` }, device) : null);
@@ -115,11 +148,13 @@ function card(entry, env, figures) {
     return h("article", { class: "timing-card" }, head, h("p", { class: "verdict unknown" }, entry.error));
   }
   return h("article", { class: "timing-card" }, head,
-    speedVerdict(entry, env),
+    speedVerdict(entry, result),
     verdict(entry.correctness),
-    h("p", { class: "muted" }, `on ${entry.inputs ?? "the recorded arguments"} · clock: ${entry.clock}`),
+    h("p", { class: "muted" }, `on ${entry.inputs ?? "the recorded arguments"}` +
+      (entry.replayed?.length ? ` · ran compiled graph${entry.replayed.length > 1 ? "s" : ""} ${entry.replayed.join(", ")}` : "") +
+      ` · clock: ${entry.clock}`),
     endToEnd(entry),
-    launches(entry.kernels),
+    launches(entry.kernels, entry.e2e.cold ?? entry.e2e.warm),
     entry.notes.map((note) => h("p", { class: "note" }, note)),
     entry.peaks ? h("p", { class: "muted" }, `Peaks: ${entry.peaks.bandwidth_gbps.toFixed(0)} GB/s memory ` +
       `bandwidth (${entry.peaks.bandwidth_source}; a 1 GiB copy reached ${entry.peaks.copy_gbps.toFixed(0)} GB/s), ` +
@@ -163,23 +198,34 @@ function endToEnd(entry) {
     h("small", { class: "muted" }, " ", term("IQR", TERMS.iqr), ` ${duration(stats.q1_ms)}–${duration(stats.q3_ms)}`));
   const paced = (s) => s.host_bound ? "\nThe host paces these calls (launches take half their " +
     "time or more) and its speed drifts: sampled over a longer span." : "";
+  const busy = (s) => s.contention?.busy ? `\nCan't tell: ${s.contention.busy}.` : "";
   const row = (name, s) => h("tr", { dataset: { series: name } },
-    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}${paced(s)}` },
+    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}${paced(s)}${busy(s)}` },
       labels[name], s.host_bound ? [" ", h("span", { class: "chip" }, term("host-bound", TERMS.hostBound))] : null),
     cell(s.eager), cell(s.compiled ?? s.cudagraphs),
     s.speedup ? h("td", { class: "speedup", title: `${s.speedup.how ?? ""} (${s.speedup.pairs} pairs)` },
-      speedupText(s.speedup))
+      speedupText(s))
       : h("td", { class: "speedup mismatch" }, "not reported (outputs differ)"));
   return h("table", { class: "timing-table e2e" },
     h("caption", {}, "End to end, per call (median of interleaved samples)"),
-    h("tr", {}, ["series", "eager", "compiled", term("speed-up", TERMS.speedup)].map((c) => h("th", {}, c))),
+    h("tr", {}, ["series", "eager", "compiled", [term("speed-up", TERMS.speedup), " (median of per-turn ratios)"]]
+      .map((c) => h("th", {}, c))),
     Object.keys(labels).filter((name) => entry.e2e[name]).map((name) => row(name, entry.e2e[name])));
 }
 
-function launches({ totals }) {
-  const part = (mode) => [`${mode} ${+totals[mode].launches_per_call.toFixed(1)} launches, ` +
-    `${duration(totals[mode].us_per_call / 1e3)} `, term("busy", TERMS.busy),
-    totals[mode].busy_share != null ? ` (${(100 * totals[mode].busy_share).toFixed(0)}% of the call)` : ""];
+// Per side: launches and busy time per call, of the profiled call where the CPU profiled it (its
+// own time beside the call's unprofiled median), or why the profile's times are withheld.
+function launches({ totals }, e2e) {
+  const part = (mode) => {
+    const t = totals[mode];
+    if (t.withheld) return [`${mode}: `, term("busy", TERMS.busy), ` and per-kernel times withheld, ${t.withheld}`];
+    const of = t.wall_us_per_call != null
+      ? ` (${(100 * t.busy_share).toFixed(0)}% of the profiled call, ${duration(t.wall_us_per_call / 1e3)}; ` +
+        `${duration(e2e[mode].median_ms)} without the profiler)`
+      : t.busy_share != null ? ` (${(100 * t.busy_share).toFixed(0)}% of the call)` : "";
+    return [`${mode} ${+t.launches_per_call.toFixed(1)} launches, ${duration(t.us_per_call / 1e3)} `,
+      term("busy", TERMS.busy), of];
+  };
   return h("p", { class: "launches" }, h("strong", {}, "Per call: "), part("eager"), " · ", part("compiled"));
 }
 
@@ -198,6 +244,7 @@ function shortName(name) {
 
 function kernelTable(mode, kernels) {
   const rows = kernels[mode];
+  if (kernels.totals[mode].withheld) return null; // the launches line says why
   const rates = RATES.filter(([key]) => rows.some((r) => r[key] != null));
   const headers = ["kernel", "kind", "launches", "time per call", ...rates.map(([, label]) => label)];
   const row = (r) => h("tr", {},
@@ -209,7 +256,8 @@ function kernelTable(mode, kernels) {
     r[key] != null ? format(r[key]) : "")));
   return h("details", { class: "kernels", open: mode === "compiled", dataset: { mode } },
     h("summary", {}, `${mode === "compiled" ? "Compiled" : "Eager"} per kernel (${rows.length} rows; ` +
-      `${kernels.cache}, ${kernels.calls_profiled} calls profiled)`),
+      `${kernels.cache}, ${kernels.calls_profiled} calls profiled` +
+      `${kernels.rounds > 1 ? `, the least disturbed of ${kernels.rounds} rounds` : ""})`),
     h("table", { class: "timing-table" }, h("tr", {}, headers.map((c) => h("th", {}, c))), rows.map(row)));
 }
 

@@ -15,6 +15,8 @@ import time
 
 import torch
 
+from .contention import Watch
+
 # End-to-end timing of one series group (seconds). GPU: do_bench's default is 0.1 s a series;
 # 0.4 s keeps each small job's full result within about 3 s.
 BUDGET_S = {"cpu": 1.0, "cuda": 0.4}
@@ -22,7 +24,7 @@ BUDGET_S = {"cpu": 1.0, "cuda": 0.4}
 # of a sample's first call (exposed after the synchronize before it) is amortised: with 2 ms,
 # compiled calls of ~140 us read up to 15 % slow on the H200.
 BLOCK_S = {"cpu": 5e-3, "cuda": 20e-3}
-MIN_BLOCKS, MAX_BLOCKS = 5, 60
+MIN_BLOCKS, MAX_BLOCKS = 10, 60  # at least `verdict.MIN_PAIRS` paired turns
 
 
 class CpuClock:
@@ -107,16 +109,17 @@ def paired_speedup(reference: list[list[float]], candidate: list[list[float]]) -
 
 def _alternating(fns: dict, turns: int, take) -> dict:
     """`take(fn)` (a list of samples) for each function in turn, the order alternating each
-    turn, so that drift hits all alike; a summary per function and the first function's
-    speed-up over the second, paired turn by turn."""
+    turn, so that drift hits all alike; a summary per function, the first function's speed-up
+    over the second, paired turn by turn, and how busy the machine was meanwhile."""
     samples = {name: [] for name in fns}
     order = list(fns)
-    for i in range(turns):
-        for name in (order if i % 2 == 0 else order[::-1]):
-            samples[name].append(take(fns[name]))
+    with Watch() as watch:
+        for i in range(turns):
+            for name in (order if i % 2 == 0 else order[::-1]):
+                samples[name].append(take(fns[name]))
     out = {name: summary([x for turn in values for x in turn])
            for name, values in samples.items()}
-    return {**out, "speedup": paired_speedup(*samples.values())}
+    return {**out, "speedup": paired_speedup(*samples.values()), "contention": watch.figures}
 
 
 def interleaved(fns: dict, clock, calls: int, blocks: int, before=None) -> dict:
@@ -160,8 +163,10 @@ def plan_per_call(fns: dict, clock: CudaClock) -> dict:
 
 
 def plan(fns: dict, clock, device: str) -> tuple[int, int]:
-    """Calls per sample and number of samples that fit the budget."""
-    per_call_s = max(clock.block(fn, 1) for fn in fns.values()) / 1e3
+    """Calls per sample and number of samples that fit the budget. Each function's time is
+    the least of 3 calls: one call can stall on a loaded machine, and a tiny call taken for a
+    slow one got 5 samples."""
+    per_call_s = max(min(clock.block(fn, 1) for _ in range(3)) for fn in fns.values()) / 1e3
     calls = max(1, math.ceil(BLOCK_S[device] / max(per_call_s, 1e-7)))
     blocks = int(BUDGET_S[device] / (len(fns) * calls * max(per_call_s, 1e-7)))
     return calls, min(MAX_BLOCKS, max(MIN_BLOCKS, blocks))

@@ -58,10 +58,3 @@ def kernel_estimates(launches: dict) -> dict[str, dict]:
                      "flop": launch.autotuner.inductor_meta.get("kernel_flop")}
     return out
 
-
-def totals(rows: list[dict], e2e_ms: float | None) -> dict:
-    busy_us = sum(r["us_per_call"] for r in rows)
-    out = {"us_per_call": busy_us, "launches_per_call": sum(r["launches"] for r in rows)}
-    if e2e_ms:
-        out["busy_share"] = min(1.0, busy_us / (e2e_ms * 1e3))
-    return out

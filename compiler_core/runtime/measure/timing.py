@@ -31,11 +31,12 @@ from .clocks import (CpuClock, CudaClock, interleaved, interleaved_per_call, mea
 from .accuracy import check, fp64_reference, verdict
 from .inputs import backward_grads, caller
 from .lock import held
-from .profile import profile_cpu, profile_cuda
-from .rates import add_rates, kernel_estimates, totals
+from .profile import PROFILE_ROUNDS, profile_cpu, profile_cuda, top, totals
+from .rates import add_rates, kernel_estimates
 from .replay import Replay, untimed_reason
+from .verdict import judge
 
-PROFILED_CALLS = 10
+PROFILED_CALLS = 10  # a round's (CPU: the least disturbed of `PROFILE_ROUNDS` rounds)
 TOTAL_BUDGET_S = 60.0
 
 
@@ -135,20 +136,27 @@ def kernels_alone(calls: dict, device: Device) -> tuple[dict, dict]:
 
 
 def per_kernel(calls: dict, device: Device, e2e: dict, launches: dict, alone: dict) -> dict:
+    """Per side, the profiler's rows (none where its times are withheld: `totals` says why)
+    and their totals; and the compiled graphs the profiled compiled calls ran."""
     if device.kind == "cuda":
-        rows = {name: profile_cuda(fn, PROFILED_CALLS, device.flush)
-                for name, fn in calls.items()}
-        add_rates(rows["compiled"], kernel_estimates(launches), device.peaks, alone)
-        add_rates(rows["eager"], {}, device.peaks)
+        profiles = {name: profile_cuda(fn, PROFILED_CALLS, device.flush)
+                    for name, fn in calls.items()}
+        add_rates(profiles["compiled"]["rows"], kernel_estimates(launches), device.peaks, alone)
+        add_rates(profiles["eager"]["rows"], {}, device.peaks)
         cache = ("in the call: L2 flushed before each call, so a kernel later in the call finds "
                  "in L2 what the kernels before it wrote; alone (Triton kernels): each launch "
                  "on its own after an L2 flush, as do_bench times a kernel")
     else:
-        rows = {name: profile_cpu(fn, PROFILED_CALLS) for name, fn in calls.items()}
+        profiles = {name: profile_cpu(fn, PROFILED_CALLS) for name, fn in calls.items()}
         cache = "warm (CPU)"
     basis = "cold" if device.kind == "cuda" else "warm"
-    return {**rows, "calls_profiled": PROFILED_CALLS, "cache": cache,
-            "totals": {name: totals(rows[name], e2e[basis][name]["median_ms"]) for name in rows}}
+    out = {"calls_profiled": PROFILED_CALLS, "cache": cache, "totals": {}}
+    if device.kind != "cuda":
+        out["rounds"] = PROFILE_ROUNDS
+    for name, profile in profiles.items():
+        out["totals"][name] = totals(profile, profile["rows"], e2e[basis][name]["median_ms"])
+        out[name] = [] if out["totals"][name].get("withheld") else top(profile["rows"])
+    return out, profiles["compiled"]["regions"]
 
 
 class CallTiming:
@@ -202,8 +210,8 @@ class CallTiming:
 
     def kernels(self) -> None:
         with self.phases.timed("kernels"), self.replay.grad_context():
-            self.kernel_rows = per_kernel(self.calls, self.device, self.e2e, self.launches,
-                                          self.alone_us)
+            self.kernel_rows, self.replayed = per_kernel(
+                self.calls, self.device, self.e2e, self.launches, self.alone_us)
 
     def record(self) -> dict:
         device, e2e, kernels = self.device, self.e2e, self.kernel_rows
@@ -212,10 +220,13 @@ class CallTiming:
             notes.append("The compiled output does not match eager: no speed-up is reported.")
             for series in e2e.values():
                 series["speedup"] = None
+        for series in e2e.values():
+            series["verdict"] = judge(series)
         return {"device": device.kind, "clock": device.clock.label,
                 "grad_mode": self.replay.grad_mode,
                 "mode": "forward+backward" if self.grads is not None else "call",
                 "timed": timed_label(self.replay.grad_mode, self.grads is not None),
+                "replayed": self.replayed,
                 "inputs": "the recorded arguments" + (
                     ", restored before each sample (the callable changes them)"
                     if self.replay.mutates else ""),
