@@ -37,15 +37,18 @@ def probe_scripts() -> dict[str, str]:
 
 
 MUTATION_LINE = 4  # `x.add_(1)` in the probe's mutated_input script
+NEW_WEIGHT_CALL_LINE = 10  # the call after the weight is replaced, in sizes_and_new_weight
 
 
 @pytest.fixture(scope="module")
 def results(worker):
     options = Options(device="cuda", measure=False, views=False)
     scripts = probe_scripts()
+    scripts["default_mode"] = scripts["mutated_input"].replace('mode="reduce-overhead"',
+                                                               'mode="default"')
     return {name: worker.run(scripts[slug], options, user_file=f"{name}.py")
             for name, slug in (("mutated", "mutated_input"), ("rerecorded", "sizes_and_new_weight"),
-                               ("autotuned", "max_autotune_mm"))}
+                               ("autotuned", "max_autotune_mm"), ("default", "default_mode"))}
 
 
 def _show(title: str, value) -> None:
@@ -61,6 +64,15 @@ def test_mutated_input_skips_cudagraphs_at_the_mutating_line(results):
     (skip, *_) = [s for s in report["skips"] if "mutated inputs" in s["reason"]]
     assert skip["reason"].startswith("skipping cudagraphs due to mutated inputs")
     assert skip["line"] == MUTATION_LINE
+    assert skip["compile_id"] == "0/0"  # named by the tree manager's function where it skips
+    assert report["recordings"] == []  # skipped: no CUDA graph recorded
+
+
+def test_a_default_mode_run_has_no_cudagraphs_report(results):
+    """Inductor's scheduler logs graph partitions with CUDA graphs off too: left out."""
+    result = results["default"]
+    assert result["error"] is None, result["error"]
+    assert result["cudagraphs"] is None, result["cudagraphs"]
 
 
 def test_new_sizes_record_graphs_and_a_new_weight_records_again(results):
@@ -70,8 +82,10 @@ def test_new_sizes_record_graphs_and_a_new_weight_records_again(results):
     _show("sizes and new weight: cudagraphs", report)
     assert report is not None
     assert len(report["recordings"]) >= 2, report["messages"]
+    assert all(r["compile_id"] and r["function"] for r in report["recordings"])
     (rerecord, *_) = report["rerecords"]
     assert rerecord["function"] and rerecord["reason"].strip()
+    assert rerecord["line"] == NEW_WEIGHT_CALL_LINE
     assert not report["skips"], report["skips"]
 
 
