@@ -132,10 +132,20 @@ def test_calls_after_the_recompile_limit_ran_eager_and_name_it(result, reference
         assert calls[label]["outcome"] == "eager", calls[label]
         assert calls[label]["eager_reason"] == "recompile_limit"
         assert calls[label]["limit"] == LIMIT
-        assert calls[label]["compile_id"] is None and calls[label]["entries"] == []
+        assert calls[label]["entries"] == []
     # With fullgraph=True Dynamo raises at the limit instead of running the frame eagerly.
     assert calls["shift n=2"]["outcome"] == "error" and calls["shift n=2"]["limit"] == LIMIT
     assert calls["shift n=2"]["error"] == "FailOnRecompileLimitHit"
+    # The call that hit the limit names the compile the limit stopped, which carries PyTorch's
+    # explanation; a later call tried no compile.
+    compiles = {c["id"]: c for c in result["compiles"]}
+    for label, frame, reason in (("add n=2", "0", "Dynamo recompile limit exceeded"),
+                                 ("double size=3", "2", "Dynamo recompile limit exceeded"),
+                                 ("shift n=2", "3", "Hard failure due to fullgraph=True")):
+        stopped = compiles[calls[label]["compile_id"]]
+        assert stopped["id"] == f"{frame}/2"
+        assert stopped["failure"]["reason"].startswith(reason)
+    assert calls["add n=3"]["compile_id"] is None
 
 
 def test_hits_name_the_entry_whose_guards_passed(result, reference):

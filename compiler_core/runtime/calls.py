@@ -36,7 +36,8 @@ no entry for the frame), `run_only` (no entry's guards passed and Dynamo was tol
 compile: `set_stance("eager_on_recompile")`, `torch._dynamo.run()`), `dynamo_off` (the frame
 has entries but Dynamo did not look: `set_stance("force_eager")`, a disabled region).
 `compile_id`: the call's first new entry, else the entry that served the own frame, else a
-skipped frame's attempt. `entries`: the entries that ran, the own frame's first, then every
+skipped frame's attempt, else the own frame's compile that the limit stopped (the trace keeps
+it as a compile whose failure is PyTorch's "Dynamo recompile limit exceeded"). `entries`: the entries that ran, the own frame's first, then every
 other entry the call compiled (resume functions after graph breaks, functions it called). On a
 hit, the resume functions' entries that ran are served from their own caches and cannot be
 told apart after the call, so only the own frame's entry is listed then.
@@ -69,12 +70,12 @@ def _is_first_of_frame(compile_id: str) -> bool:
 
 
 class RecompileLimitLog(logging.Handler):
-    """Keeps Dynamo's "hit config.recompile_limit (8)" warnings by frame id; the warning still
-    reaches the user's stderr as in a plain run."""
+    """Tells the timeline of Dynamo's "hit config.recompile_limit (8)" warnings; the warning
+    still reaches the user's stderr as in a plain run."""
 
-    def __init__(self, limits: dict[str, dict]):
+    def __init__(self, timeline: "CallTimeline"):
         super().__init__(logging.WARNING)
-        self.limits = limits
+        self.timeline = timeline
 
     def emit(self, record: logging.LogRecord) -> None:
         args = record.args if isinstance(record.args, tuple) else ()
@@ -84,7 +85,7 @@ class RecompileLimitLog(logging.Handler):
         compile_id = CompileContext.current_compile_id()
         if compile_id is not None:
             value = args[1] if isinstance(args[1], int) else str(args[1])
-            self.limits[str(compile_id.frame_id)] = {"name": str(args[0]), "value": value}
+            self.timeline.limit_hit(compile_id, {"name": str(args[0]), "value": value})
 
 
 class CallTimeline:
@@ -97,13 +98,20 @@ class CallTimeline:
         self.own_code: dict[int, object] = {}  # callable index -> the code Dynamo intercepts
         self.own_frame: dict[int, str] = {}  # callable index -> that code's frame id
         self.limits: dict[str, dict] = {}  # frame id -> the recompile limit it hit
+        self.limit_attempts: list[str] = []  # the compile ids that hit it, in order
         self.count = 0
         self.hook = self._guards_checked
         self.previous_hook = None  # one the script or PyTorch set: still called, first
 
     def install(self) -> None:
-        logging.getLogger(CONVERT_FRAME_LOGGER).addHandler(RecompileLimitLog(self.limits))
+        logging.getLogger(CONVERT_FRAME_LOGGER).addHandler(RecompileLimitLog(self))
         self._keep_hook()
+
+    def limit_hit(self, compile_id, limit: dict) -> None:
+        """Dynamo's compile `compile_id` (a `CompileId`) stopped at `limit`: the trace keeps it
+        as a compile whose failure is PyTorch's explanation of the limit."""
+        self.limits[str(compile_id.frame_id)] = limit
+        self.limit_attempts.append(f"{compile_id.frame_id}/{compile_id.frame_compile_id}")
 
     def uninstall(self) -> None:
         """Once the script has ended: the guard-complete hook as the script had it, so that
@@ -139,6 +147,7 @@ class CallTimeline:
             self._keep_hook()
         self.open.append({"callable": callable_index, "line": line, "arguments": arguments(),
                           "start": len(self.session.started), "own_hit": None,
+                          "limits_start": len(self.limit_attempts),
                           "own_entries": bool(_entry_ids(self.own_code.get(callable_index)))}
                          if recording else None)
 
@@ -154,17 +163,20 @@ class CallTimeline:
         if index not in self.own_code and compiled and compiled[0] in self.session.codes:
             self.own_code[index] = self.session.codes[compiled[0]]
             self.own_frame[index] = compiled[0].split("/")[0]
+        frame = self.own_frame.get(index)
+        stopped = [cid for cid in self.limit_attempts[call.pop("limits_start"):]
+                   if cid.split("/")[0] == frame]  # the own frame's compile the limit stopped
         own_hit, own_entries = call.pop("own_hit"), call.pop("own_entries")
         made = [cid for cid in compiled if cid in self.session.codes]  # entries, not skips
         own = _entry_ids(self.own_code.get(index))[:1] if own_hit else []
-        outcome, eager_reason = self._outcome(compiled, own_hit, own_entries,
-                                              self.own_frame.get(index), raised)
-        limit = (self.limits.get(self.own_frame.get(index))
-                 if own_hit is False or raised is not None else None)
-        compile_id = made[0] if made and outcome != "hit" else (own or compiled or [None])[0]
+        outcome, eager_reason = self._outcome(compiled, own_hit, own_entries, frame, raised)
+        missed = own_hit is False or raised is not None
+        compile_id = (made[0] if made and outcome != "hit"
+                      else (own or compiled or stopped or [None])[0])
         self.session.writer.emit(
             "call", None, None, callable=index, **call, outcome=outcome, compile_id=compile_id,
-            entries=list(dict.fromkeys(own + made)), eager_reason=eager_reason, limit=limit,
+            entries=list(dict.fromkeys(own + made)), eager_reason=eager_reason,
+            limit=self.limits.get(frame) if missed else None,
             error=type(raised).__name__ if raised is not None else None)
 
     def _outcome(self, compiled: list[str], own_hit: bool | None, own_entries: bool,
