@@ -109,6 +109,21 @@ def test_a_view_that_cannot_be_traced_says_why_for_its_compile_and_stage(failed_
     assert "core_aten" not in result["compiles"][0]["stages"]
 
 
+def test_a_stage_whose_reader_failed_is_named_with_why():
+    """A real run's records, its guard tree's text forged into a number: the guards reader fails;
+    its error names the stage it would have made, with a reason (what the pane shows)."""
+    path = os.path.join(os.path.dirname(__file__), "data", "print_graph_break.records.jsonl")
+    with open(path, encoding="utf-8") as fh:
+        records = [json.loads(line) for line in fh]
+    guards = next(r for r in records if r["name"] == "dynamo_cpp_guards_str")
+    guards["payload"] = 12345
+    result = build_result(records, "/job/x.py")
+    (error,) = [e for e in result["stage_errors"] if e["compile_id"] == guards["compile_id"]]
+    assert error["stage"] == "compiler_core.features.guards" and error["stages"] == ["guards"]
+    assert error["reason"].startswith("torchbolt's reader failed on what PyTorch logged")
+    assert "dynamo_graph" not in error["stages"]  # made by another reader, and there
+
+
 # ---------------------------------------------------------------- saved activations
 def test_a_forward_that_saves_nothing_says_so(results):
     result = results["nosave"]

@@ -18,6 +18,8 @@ from ..limits import limit
 from .conform import conform
 
 RESULT_VERSION = 2  # 2: guards carry row and symbolic, recompiles failed_guards
+UNREAD = ("torchbolt's reader failed on what PyTorch logged for this stage; the compile's other "
+          "stages are unaffected.")
 
 
 @dataclass
@@ -88,14 +90,19 @@ class _Steps:
     def __init__(self, compile_id: str | None, strict: bool, stage_errors: list[dict]):
         self.compile_id, self.strict, self.stage_errors = compile_id, strict, stage_errors
 
-    def run(self, name: str, fn, fallback):
+    def run(self, name: str, fn, fallback, stages: tuple[str, ...] = ()):
+        """`stages`: the stages the step makes, named in its error (the page shows it in their
+        place)."""
         try:
             return fn()
         except Exception as exc:
             if self.strict:
                 raise
-            self.stage_errors.append({"compile_id": self.compile_id, "stage": name,
-                                      "message": f"{type(exc).__name__}: {exc}"})
+            error = {"compile_id": self.compile_id, "stage": name,
+                     "message": f"{type(exc).__name__}: {exc}"}
+            if stages:
+                error.update(stages=list(stages), reason=UNREAD)
+            self.stage_errors.append(error)
             return fallback
 
     def parts(self, parts, target: dict, *args) -> None:
@@ -108,13 +115,21 @@ class _Steps:
                 target[part.field] = value
 
 
+def announced(feature, group: CompileRecords) -> tuple[str, ...]:
+    """The feature's stages of this compile whose announcing record arrived: those its
+    extraction would have made."""
+    return tuple(spec.name for spec in feature.stages
+                 if spec.field == "stages" and any(group.first(name) for name in spec.records))
+
+
 def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict]) -> dict:
     steps = _Steps(group.compile_id, strict, stage_errors)
     compiled: dict = {"id": group.compile_id, "stages": {}}
     for feature in FEATURES:
         if feature.extract is not None:
-            compiled["stages"].update(steps.run(f"compiler_core.features.{feature.name}",
-                                                lambda f=feature: f.extract(group), {}))
+            compiled["stages"].update(steps.run(
+                f"compiler_core.features.{feature.name}", lambda f=feature: f.extract(group), {},
+                stages=announced(feature, group)))
     for feature in FEATURES:
         steps.parts(feature.compile_parts, compiled, group, compiled)
     return compiled

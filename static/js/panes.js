@@ -295,8 +295,9 @@ class Pane {
     }));
   }
 
-  // Why the pane has no text: a stage that could not be made says why (PyTorch's error beside
-  // it); a stage that a run option left out offers to compile again with it.
+  // Why the pane has no text: a stage that could not be made says why (the error folded below:
+  // torchbolt's reader's for a failed extraction, else PyTorch's); a stage that a run option left
+  // out offers to compile again with it.
   absentNote(stage, compile, result) {
     const label = stageLabel(stage, compile);
     if (result.partial) return h("p", { class: "empty" }, `Waiting for ${label} ...`);
@@ -304,7 +305,8 @@ class Pane {
     const failed = stageError(stage, compile, result);
     if (failed) {
       return h("div", { class: "empty stage-failed" }, h("p", {}, `${absent}: ${failed.reason ?? failed.message}`),
-        failed.reason ? h("details", {}, h("summary", {}, "PyTorch's error"), h("pre", { class: "traceback" }, failed.message)) : null);
+        failed.reason ? h("details", {}, h("summary", {}, failed.stages ? "torchbolt's error" : "PyTorch's error"),
+          h("pre", { class: "traceback" }, failed.message)) : null);
     }
     if (!leftOut(stage, compile, result)) return h("p", { class: "empty" }, `${absent}.`);
     const option = optionOf(stage);

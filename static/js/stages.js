@@ -35,10 +35,12 @@ export function stageMenu(compile, result, current) {
 }
 
 // Why this compile has no such stage, where it could not be made: its `stage_errors` entry
-// ({message: PyTorch's error, reason: the same in words, where known}), else null.
+// ({message: the error, reason: why in words, where known}; a failed extraction names the
+// stages it would have made in `stages`), else null.
 export function stageError(stage, compile, result) {
   if (!compile) return null;
-  return (result?.stage_errors ?? []).find((e) => e.stage === stage && e.compile_id === compile.id) ?? null;
+  return (result?.stage_errors ?? []).find((e) => e.compile_id === compile.id &&
+    (e.stage === stage || e.stages?.includes(stage))) ?? null;
 }
 
 // The run option that gives this stage (null: none), and whether this run had it off, for this
