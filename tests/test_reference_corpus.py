@@ -122,36 +122,42 @@ def reference_view(report: dict, field: str):
             for c in report["calls"]]
 
 
+def expected_outcome(theirs: dict) -> str | None:
+    """The engine's outcome PyTorch's record of a call implies, where it implies one."""
+    if theirs["error"]:
+        return "error"
+    if theirs["compiled"]:
+        return "compile" if theirs["compiled"][0].endswith("/0") else "recompile"
+    return None
+
+
+def outcome_disagreement(ours: dict, theirs: dict, graphs: list[str]) -> str | None:
+    compiled = theirs["compiled"]
+    if (ours["outcome"], ours["eager_reason"]) == ("eager", "skipped"):
+        # the compile that made no graph, or none when Dynamo skipped the frame at an earlier call
+        cid = ours["compile_id"]
+        if (cid is None and not compiled) or (cid in compiled and cid not in graphs):
+            return None
+        return f"skipped {cid}, PyTorch: compiled {compiled or 'nothing'}, graphs {graphs}"
+    compiling = ours["outcome"] if ours["outcome"] in ("compile", "recompile", "error") else None
+    if compiling != expected_outcome(theirs) or (compiled and ours["compile_id"] != compiled[0]):
+        return f"{ours['outcome']} {ours['compile_id']}, PyTorch: compiled {compiled or 'nothing'}"
+    return None
+
+
 def call_disagreements(engine_calls: list[dict], reference_calls: list[dict],
                        reference_graphs: list[str]) -> list[str]:
     """What the engine says of each call that PyTorch contradicts. The engine's outcome and
     entries are of the callable's own frame and the frames the call compiled (on a hit, only the
     own frame's entry), so its graphs must be among those that ran, not all of them; an `eager`
-    call may still run other functions' compiled code. A call whose own frame Dynamo skipped
-    (`eager`, `skipped`) names the compile that made no graph, or none when it compiled nothing
-    (Dynamo skipped the frame at an earlier call)."""
+    call may still run other functions' compiled code."""
     if len(engine_calls) != len(reference_calls):
         return [f"{len(engine_calls)} calls, PyTorch saw {len(reference_calls)}"]
     wrong = []
     for i, (ours, theirs) in enumerate(zip(engine_calls, reference_calls)):
-        compiled, ran = theirs["compiled"], theirs["ran"]
-        ran = [] if ran == "eager" else ran
-        expected = None
-        if compiled:
-            expected = ("error" if theirs["error"] else
-                        "compile" if compiled[0].endswith("/0") else "recompile")
-        compiling = ours["outcome"] if ours["outcome"] in ("compile", "recompile",
-                                                             "error") else None
-        skipped = (ours["outcome"], ours["eager_reason"]) == ("eager", "skipped")
-        if skipped and not (ours["compile_id"] is None and not compiled or
-                            ours["compile_id"] in compiled
-                            and ours["compile_id"] not in reference_graphs):
-            wrong.append(f"call {i}: skipped {ours['compile_id']}, PyTorch: compiled "
-                         f"{compiled or 'nothing'}, graphs {reference_graphs}")
-        elif not skipped and (compiling != expected
-                              or (compiled and ours["compile_id"] != compiled[0])):
-            wrong.append(f"call {i}: {ours['outcome']} {ours['compile_id']}, PyTorch: "
-                         f"compiled {compiled or 'nothing'}")
+        ran = [] if theirs["ran"] == "eager" else theirs["ran"]
+        if disagreement := outcome_disagreement(ours, theirs, reference_graphs):
+            wrong.append(f"call {i}: {disagreement}")
         if not set(ours["graphs"]) <= set(ran):
             wrong.append(f"call {i}: {ours['outcome']} by {ours['graphs']}, PyTorch: graphs "
                          f"{ran or 'none'} ran")
