@@ -71,13 +71,20 @@ function noiseReasons(entry, series) {
 }
 
 // The compiled graphs the timed call ran, named where the callable has several (a call with a
-// graph break runs several; a callable compiled again, e.g. for a dynamic size, runs one of them).
+// graph break runs several; a callable compiled again, e.g. for a dynamic size, runs one of them),
+// and the script's own call with the same arguments where it ran another: Dynamo tries its newest
+// graph first, so a replay after a recompile can run the later, dynamic-size graph.
 function replayedText(entry, result) {
   const ran = entry.replayed ?? [];
   const all = result.compiled_callables?.[entry.callable]?.compile_ids ?? ran;
   if (!ran.length || all.length < 2) return "";
   const graphs = ran.length > 1 ? `compiled graphs ${ran.join(", ")}` : `compiled graph ${ran[0]}`;
-  return ` The timed call ran ${graphs} of this callable's ${all.length} (${all.join(", ")}).`;
+  const same = (call) => call.callable === entry.callable &&
+    Object.values(call.arguments ?? {}).join("|") === entry.arguments.join("|");
+  const script = [...new Set((result.calls ?? []).filter(same).map((c) => c.compile_id).filter(Boolean))];
+  const other = script.length && !script.includes(ran[0])
+    ? ` The script's own call with these arguments ran ${script.join(", ")}.` : "";
+  return ` The timed call ran ${graphs} of this callable's ${all.length} (${all.join(", ")}).${other}`;
 }
 
 // The room's answer first, named by what was timed (the script's call, with a backward only
