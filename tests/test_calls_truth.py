@@ -75,6 +75,8 @@ for n in [0, 1, 2]:
     call(f"shift n={n}", strict, torch.ones(2), n)
 with torch.compiler.set_stance("force_eager"):
     call("double under force_eager", double, torch.ones(1))
+torch._dynamo.reset()  # compile ids start again at 0/0
+call("add after reset", add_c, torch.ones(2), 5)
 '''
 SCHEMA = json.load(open(os.path.join(os.path.dirname(__file__), "..", "compiler_core",
                                      "report", "result.schema.json")))
@@ -165,6 +167,8 @@ def test_skipped_frames_and_stances_run_eager_with_their_reason(result, referenc
         assert calls[label]["entries"] == []
     forced = calls["double under force_eager"]
     assert (forced["outcome"], forced["eager_reason"]) == ("eager", "dynamo_off")
+    after_reset = calls["add after reset"]  # its compile id 0/0 is the trace's second 0/0
+    assert (after_reset["outcome"], after_reset["compile_id"]) == ("compile", "0/0")
     graph_calls = [c for c in result["calls"] if c["outcome"] != "eager"]
     assert all(c["eager_reason"] is None for c in graph_calls)
 
@@ -210,7 +214,7 @@ def test_the_page_labels_each_call_and_the_overridden_option(page, live_server, 
     open_page(page, f"{live_server}/r/{run(compiled, SCRIPT)['key']}")
     page.click("[data-tab=calls]")
     outcomes = [o.lower() for o in page.locator(".calls .outcome").all_inner_texts()]
-    assert [RAN[ref[1]] >= {outcome} for ref, outcome in zip(reference, outcomes)] == [True] * 15
+    assert [RAN[ref[1]] >= {outcome} for ref, outcome in zip(reference, outcomes)] == [True] * 16
     why = page.locator(".calls .call.eager .call-why").all_inner_texts()
     assert why == ["recompile_limit (2) hit"] * 2 + ["frame skipped"] * 2 + [
         "recompile_limit (2) hit", "Dynamo off"]

@@ -167,6 +167,10 @@ class CallTimeline:
         stopped = [cid for cid in self.limit_attempts[call.pop("limits_start"):]
                    if cid.split("/")[0] == frame]  # the own frame's compile the limit stopped
         own_hit, own_entries = call.pop("own_hit"), call.pop("own_entries")
+        if not compiled and own_hit is None and not own_entries:
+            # an entry appeared all the same: its compile id repeats one the trace had before
+            # `torch._dynamo.reset()` (compile ids start again at 0/0)
+            compiled = _entry_ids(self.own_code.get(index))[:1]
         made = [cid for cid in compiled if cid in self.session.codes]  # entries, not skips
         own = _entry_ids(self.own_code.get(index))[:1] if own_hit else []
         outcome, eager_reason = self._outcome(compiled, own_hit, own_entries, frame, raised)
