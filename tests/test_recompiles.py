@@ -5,6 +5,10 @@ text (Hypothesis)."""
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -12,6 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 from compiler_core import Options
 from compiler_core.features.recompiles import SUMMARY_CHARS, one_line, user_paths
+from compiler_core.parsers.callsite import resume_stack, traceback_frames
+from compiler_core.parsers.names import user_expression
 
 SCRIPT = '''import torch
 
@@ -77,11 +83,144 @@ def test_a_shape_change_reads_as_the_size_that_changed(gallery_results):
     assert "tensor 'x' size mismatch at index 0. expected 8, actual 4" in recompile["reason"]
 
 
+ITEM_AFTER_BREAK = '''import torch
+
+
+def f(x):
+    y = x.sin()
+    s = y.sum().item()  # ITEM
+    return y * s
+
+
+cf = torch.compile(f, dynamic=False)
+for step in range(4):
+    cf(torch.randn(4))  # CALL
+'''
+MODULE_ATTRIBUTES = '''import torch
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.scale = 1
+
+    def forward(self, x):
+        return self.lin(x) * self.scale  # USE
+
+
+m = Scaled()
+cm = torch.compile(m)
+cm(torch.randn(2, 4))
+m.scale = 2
+cm(torch.randn(2, 4))  # SCALE
+m.lin.weight.requires_grad_(False)
+cm(torch.randn(2, 4))  # GRAD
+'''
+# PyTorch's own account of a script's recompiles, in a plain process: one message of its
+# `recompiles` log per recompile, listing the failed guard of each cache entry it tried.
+REFERENCE = '''import json, logging, runpy, sys
+
+import torch
+import torch._dynamo.guards
+
+messages = []
+handler = logging.Handler()
+handler.emit = lambda record: messages.append(record.getMessage())
+torch._logging.set_logs(recompiles=True)
+torch._dynamo.guards.recompiles_log.addHandler(handler)
+runpy.run_path(sys.argv[1], run_name="__main__")
+print(json.dumps(messages))
+'''
+
+
+def pytorch_recompiles(script: str, folder) -> list[str]:
+    (folder / "script.py").write_text(script)
+    (folder / "reference.py").write_text(REFERENCE)
+    proc = subprocess.run([sys.executable, "reference.py", "script.py"], capture_output=True,
+                          text=True, timeout=300, cwd=folder)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def item_after_break(worker, tmp_path_factory):
+    result = worker.run(ITEM_AFTER_BREAK, Options(device="cpu", measure=False, views=False))
+    assert result["error"] is None, result["error"]
+    return result, pytorch_recompiles(ITEM_AFTER_BREAK, tmp_path_factory.mktemp("item"))
+
+
+def test_one_entry_per_recompile_listing_each_entry_it_missed(item_after_break):
+    """dynamic=False: each new value of the `.item()` recompiles the resume function, and
+    each recompile states one failed guard per cache entry it tried (1, 2, 3)."""
+    result, messages = item_after_break
+    assert len(result["recompiles"]) == len(messages) == 3
+    failed = [len(re.findall(r"\n    - \d+/\d+: ", message)) for message in messages]
+    assert [len(r["misses"]) for r in result["recompiles"]] == failed == [1, 2, 3]
+    assert [[m["previous"] for m in r["misses"]] for r in result["recompiles"]] == [
+        ["1/0"], ["1/1", "1/0"], ["1/2", "1/1", "1/0"]]
+    assert [r["compile_id"] for r in result["recompiles"]] == ["1/1", "1/2", "1/3"]
+
+
+def test_a_value_guarded_after_a_break_reads_as_the_users_expression(item_after_break):
+    """The guard is on `___stack0`, the resume function's stack slot that holds what the call
+    that broke returned: the user's `y.sum().item()` on line ITEM, a new float each call."""
+    result, _ = item_after_break
+    for recompile in result["recompiles"]:
+        assert re.fullmatch(r"y\.sum\(\)\.item\(\) changed: -?[\d.]+ -> -?[\d.]+; "
+                            r"recompiles on every new value", recompile["summary"]), recompile
+        assert recompile["source_line"] == line_of(ITEM_AFTER_BREAK, "ITEM")
+        assert recompile["line"] == line_of(ITEM_AFTER_BREAK, "CALL")
+        assert recompile["reason"].startswith("___stack0 == ")  # PyTorch's text, kept whole
+    assert "___stack0" not in " ".join(c["summary"] or "" for c in result["calls"])
+
+
+def test_module_attributes_read_as_the_script_writes_them(worker):
+    result = worker.run(MODULE_ATTRIBUTES, Options(device="cpu", measure=False, views=False))
+    scale, grad = result["recompiles"]
+    assert (scale["summary"], scale["line"]) == (
+        "self.scale changed: 1 -> 2; recompiles on every new value",
+        line_of(MODULE_ATTRIBUTES, "SCALE"))
+    assert scale["source_line"] == line_of(MODULE_ATTRIBUTES, "USE")
+    assert grad["summary"] == "self.lin.weight.requires_grad changed: True -> False"
+    assert grad["line"] == line_of(MODULE_ATTRIBUTES, "GRAD")
+
+
+@pytest.mark.parametrize("source,expression", [
+    ("self._modules['lin']._parameters['weight']", "self.lin.weight"),
+    ("self._modules['layers']._modules['0']._buffers['running_mean']",
+     "self.layers[0].running_mean"),
+    ("self._modules['heads']._modules['q-proj']", "self.heads['q-proj']"),
+    ("___as_tensor(lr)", "lr"),
+    ("x", "x"),
+])
+def test_dynamo_sources_read_as_python(source, expression):
+    assert user_expression(source) == expression
+
+
+@pytest.mark.parametrize("frame,expression", [
+    ('    s = y.sum().item()  # ITEM\n        ^^^^^^^^^^^^^^^^^^^^^^', "y.sum().item()"),
+    ('    log.warning("%f", y.sum().item())\n                      ^^^^^^^^^^^^^^^',
+     "y.sum().item()"),
+    ("    return Double.apply(x.sin()) + 1\n           ^^^^^^^^^^^^^^^^^^^^^^^^^",
+     "Double.apply(x.sin())"),
+    ('    log.warning("step")', 'log.warning("step")'),
+])
+def test_a_frame_names_the_call_that_starts_at_its_carets(frame, expression):
+    """Dynamo's frames may carry no end column, so Python marks to the end of the line: the
+    call that starts at the carets is what the frame ran."""
+    (found,) = traceback_frames(f'  File "/job/main.py", line 6, in f\n{frame}\n')
+    assert (found["name"], found["line"], found["expression"]) == ("f", 6, expression)
+
+
 @pytest.mark.parametrize("reason,arguments,summary", [
     ("tensor 'x' stride mismatch at index 1. expected 1, actual 2", None,
      "x.stride()[1] changed: 1 -> 2"),
     ("tensor 'x' requires_grad mismatch. expected requires_grad=0", None,
      "x.requires_grad changed: False -> True"),
+    ("tensor 'w' requires_grad mismatch. expected requires_grad=1. Guard failed on a parameter, "
+     "consider using torch._dynamo.config.force_parameter_static_shapes = False", None,
+     "w.requires_grad changed: True -> False"),
     ("___check_type_id(k, 94)  # k  # ob/main.py:6 in f", None, "k's type changed"),
     ("len(xs) == 3  # for x in xs  # ob/main.py:6 in f", {"k": "2"}, "len(xs) changed from 3"),
     ("2 <= x.size()[0]  # x * 2", None, "guard failed: 2 <= x.size()[0]"),
@@ -126,9 +265,15 @@ def test_user_paths_never_raise_nor_grow(text, user_file):
     "a" * 200_000 + "main.py",  # a long path-like word before the name
     "/main.py" * 30_000,  # the name again and again, each a path's end
     "k == " + "1" * 200_000,
+    "self._modules['" * 50_000 + "._parameters['a']" * 50_000,
+    '  File "x", line 1, in f\n    ' + "(" * 100_000 + ")" * 100_000 + "\n    ^\n" * 1000,
+    "LOAD_FAST 1 (___stack0)\n" * 50_000 + "JUMP_FORWARD 1 (to 9)\n" + "9 CALL 0\n" * 50_000,
 ])
 def test_the_parser_is_linear_on_hostile_text(text):
     start = time.perf_counter()
     one_line(text, {"k": "2"})
     user_paths(text, "/job/main.py")
+    user_expression(text)
+    traceback_frames(text)
+    resume_stack(text)
     assert time.perf_counter() - start < 0.5

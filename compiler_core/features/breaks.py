@@ -3,6 +3,12 @@
 A break is reported by Dynamo as the `dynamo_graph_break_reason` artifact of the compile it ended;
 the code after it resumes in a new frame named `torch_dynamo_resume_in_<fn>_at_<line>`, whose
 compile id is the break's `resumes_in`.
+
+One definition of a break, shown as one count everywhere: each break Dynamo reported, one per
+compile that broke (a frame recompiled for a new value breaks again and counts again), the
+repeat of a restarted attempt left out. That is PyTorch's own count: the total of
+`torch._dynamo.utils.counters["graph_break"]` and the number of `graph_breaks` log messages
+(torch 2.11-2.14).
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import re
 import textwrap
 
+from ..parsers.callsite import traceback_frames
 from ..parsers.common import is_user_file, last_user_line
 from .spec import Feature, Part, record
 
@@ -21,6 +28,11 @@ REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)")
 FIELDS = ("Explanation", "Hint", "Developer debug context")
 URL = re.compile(r"https://\S+")
 GB_CODE = re.compile(r"/gb/(?P<code>gb\d+)\.html")  # in the link PyTorch gives for its break
+TRACEBACK = "Traceback (most recent call last):"
+RAISED = "torch._dynamo.exc.Unsupported: "  # the exception `exc.unimplemented` raises
+CHAINED = "*** While handling this graph break, another graph break occurred: ***"
+HOP_CONTEXT = "Higher Order Operator: "
+RESUME_PREFIX = "torch_dynamo_resume_in_"
 FRAME_BLOCK = re.compile(r'(  File "([^"]+)", line \d+, in .*\n(?:    .*\n)*)')
 
 
@@ -90,13 +102,37 @@ def _field_value(lines: list[str]) -> str:
     return f"{first}\n\n{rest}" if rest else first
 
 
-def _gb_type(message: str) -> str | None:
-    """PyTorch's name of the break (its `gb_type`): the line above its "Explanation:" field,
-    after the "Graph Break Reason:" prefix when PyTorch puts both on one line."""
-    lines = message.split("\n")
-    for above, line in zip(lines, lines[1:]):
-        if line.lstrip().startswith("Explanation: "):
-            return above.strip().removeprefix("Graph Break Reason:").strip() or None
+def _raised_message(payload: str) -> str | None:
+    """The message of the `Unsupported` exception Dynamo handled, as the payload's last part,
+    `traceback.format_exc()`, ends with it (torch 2.11-2.14: symbolic_convert.py
+    `log_graph_break`): its text as raised, before PyTorch adds context to the reason above.
+    Only its first line starts unindented (`exc.format_graph_break_message` indents the rest),
+    so the first line starting `RAISED` after the last traceback header is the exception's."""
+    start = payload.rfind(TRACEBACK)
+    at = payload.find("\n" + RAISED, start) if start >= 0 else -1
+    return payload[at + 1 + len(RAISED):] if at >= 0 else None
+
+
+def _gb_type(payload: str, message: str) -> str | None:
+    """PyTorch's name of the break, its `gb_type`. No trace artifact carries it as a field
+    (torch 2.11-2.14: `dynamo_graph_break_reason` is text; `Unsupported.gb_type` lives on the
+    exception object only), but `exc.format_graph_break_message` starts the exception's message
+    with it, and a break raised while handling another gives its own after the last
+    `CHAINED` line. Where the payload has no such exception (a reason without the traceback),
+    the line above the reason's "Explanation:" field, past the "Higher Order Operator: ..."
+    line that `exc.augment_exc_message_with_hop_name` inserts there (torch 2.13-2.14) for a
+    break inside a higher-order op."""
+    raised = _raised_message(payload)
+    if raised is not None:
+        first = raised.rpartition(CHAINED)[2].lstrip("\n").partition("\n")[0].strip()
+        if first:
+            return first
+    lines = [line.strip() for line in message.split("\n")]
+    for at, line in enumerate(lines):
+        if line.startswith("Explanation: "):
+            above = [x for x in lines[:at] if x and not x.startswith(HOP_CONTEXT)]
+            title = above[-1].removeprefix("Graph Break Reason:").strip() if above else ""
+            return title or None
     return None
 
 
@@ -117,7 +153,7 @@ def parse_break(payload: str, user_file: str) -> dict:
     message = payload.split("User code traceback:", 1)[0]
     fields = _fields(message)
     reason = REASON.search(message)
-    title = _gb_type(message)
+    title = _gb_type(payload, message)
     stated = reason["reason"].strip() if reason else None
     url = URL.search(message)
     code = GB_CODE.search(url[0]) if url else None
@@ -134,14 +170,50 @@ def parse_break(payload: str, user_file: str) -> dict:
     }
 
 
-def _resume_compile(compiles: list[dict], line: int | None, starts: dict[str, int],
-                    at: int) -> str | None:
-    """The compile of the resume function the code after the break ran in: the first one
-    that started after the break's record, else (its cache entry served the call) the last
-    one before it."""
-    pattern = re.compile(rf"torch_dynamo_resume_in_\w+_at_{line}$")
+def original_name(frame_name: str) -> str:
+    """`f` for Dynamo's resume function of f (`torch_dynamo_resume_in_f_at_11`, also when it
+    resumes a resume function), else the name itself."""
+    if not frame_name.startswith(RESUME_PREFIX):
+        return frame_name
+    name, found, line = frame_name[len(RESUME_PREFIX):].rpartition("_at_")
+    return name if found and name and line.isdecimal() else frame_name
+
+
+def broken_frame(brk: dict, frame_name: str | None) -> dict | None:
+    """The frame of the break's user traceback that ran the compiled frame (innermost of that
+    function's name): where it broke, also when the break itself is inside a function it
+    called (an autograd.Function's forward, a helper)."""
+    if not frame_name:
+        return None
+    name = original_name(frame_name)
+    frames = [f for f in traceback_frames(brk["user_traceback"]) if f["name"] == name]
+    return frames[-1] if frames else None
+
+
+def frame_id(compile_id: str | None) -> str | None:
+    """The frame part of a compile id (`1` of `1/2`): one code object's compiles share it."""
+    return compile_id.partition("/")[0] if compile_id else None
+
+
+def _resume_compile(compiles: list[dict], brk: dict, frame_name: str | None,
+                    starts: dict[str, int], at: int) -> str | None:
+    """The compile of the resume function the code after the break ran in, named after the
+    broken frame's function and line: the first one that started after the break's record,
+    else (its cache entry served the call) the last one before it. A frame never resumes in
+    itself, so compiles of the frame that broke are not candidates."""
+    frame = broken_frame(brk, frame_name)
+    ending = f"_at_{frame['line'] if frame else brk['line']}"
+    wanted = RESUME_PREFIX + original_name(frame_name) + ending if frame else None
+    own = frame_id(brk["compile_id"])
+
+    def resumes_here(name: str) -> bool:
+        if wanted:
+            return name == wanted
+        return name.startswith(RESUME_PREFIX) and name.endswith(ending)
+
     resumes = sorted((starts[c["id"]], c["id"]) for c in compiles
-                     if pattern.match(c["frame"]["name"] or "") and c["id"] in starts)
+                     if resumes_here(c["frame"]["name"] or "") and c["id"] in starts
+                     and frame_id(c["id"]) != own)
     after = [cid for start, cid in resumes if start > at]
     before = [cid for start, cid in resumes if start < at]
     return after[0] if after else (before[-1] if before else None)
@@ -151,6 +223,7 @@ def graph_breaks(records: list[dict], compiles: list[dict], user_file: str) -> l
     starts: dict[str, int] = {}
     for index, record in enumerate(records):
         starts.setdefault(record.get("compile_id"), index)
+    frame_names = {c["id"]: c["frame"]["name"] for c in compiles}
     breaks, seen = [], set()
     for index, record in enumerate(records):
         if record["name"] != "dynamo_graph_break_reason":
@@ -160,8 +233,9 @@ def graph_breaks(records: list[dict], compiles: list[dict], user_file: str) -> l
         if key in seen:  # Dynamo may report one break once per restart attempt
             continue
         seen.add(key)
-        breaks.append({"compile_id": record["compile_id"], **parsed,
-                       "resumes_in": _resume_compile(compiles, parsed["line"], starts, index)})
+        brk = {"compile_id": record["compile_id"], **parsed}
+        breaks.append({**brk, "resumes_in": _resume_compile(
+            compiles, brk, frame_names.get(record["compile_id"]), starts, index)})
     return breaks
 
 

@@ -1,7 +1,9 @@
-"""Recompiles, a run-level list: each is the `recompile_reasons` artifact of the new compile id,
-naming the cache entry whose guard failed (`0/0: tensor 'x' size mismatch ...`). In words: the
-user's line that recompiled and its reason in one line, read from PyTorch's own text (torch
-2.11-2.14).
+"""Recompiles, a run-level list, one entry per recompile: the `recompile_reasons` artifact of the
+new compile id lists the failed guard of each cache entry the call tried (`0/0: tensor 'x' size
+mismatch ...`), newest first; these are the entry's `misses`, and the entry itself states the
+first of them (the newest specialization and why it did not serve). In words: the user's line
+that recompiled, the line of the guarded value, and the reason in one line, read from PyTorch's
+own text (torch 2.11-2.14).
 
 The reason is the first failed check of the cache entry that could not serve the call, in one
 of two forms:
@@ -13,6 +15,14 @@ of two forms:
   "k changed: 1 -> 2", the new value from the call that recompiled (its `call` record: PyTorch
   does not state it), a type or identity check "k's type changed", any other "guard failed:
   <code>".
+The guarded value is named as the script writes it: a module's attribute `self.lin.weight` for
+Dynamo's `self._modules['lin']._parameters['weight']`, and a resume function's stack slot
+(`___stack0`: a value the frame held when it broke) as the user's expression whose value it is,
+where PyTorch's data shows it: the slot last in the resume function's prologue holds what the
+call that broke returned (its original bytecode), and that call's expression and line are the
+broken frame's in the break's user traceback (`y.sum().item()`, line 6). The new value is the
+call's argument, else the one the new compile guards by equality; when the new compile guards
+the new value so again, Dynamo did not make it dynamic: "recompiles on every new value".
 The text is the script's to shape (a tensor's name, a value), so only its first
 `REASON_CHARS` are read, by string search: no regex (`PREVIOUS` only splits off the entry id,
 anchored and linear).
@@ -26,9 +36,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass, field
 
+from ..parsers.callsite import resume_stack
 from ..parsers.common import is_int
-from .guards import guard_code, with_failed_guards
+from ..parsers.names import user_expression
+from .breaks import broken_frame, frame_id, original_name
+from .guards import LOCAL, guard_code, with_failed_guards
 from .spec import Feature, Part, record
 
 PREVIOUS = re.compile(r"^(?P<previous>\d+/\d+): (?P<reason>.*)$", re.S)
@@ -45,19 +59,45 @@ TENSOR_CHECKS = {
 }
 # What may stand beside a path in PyTorch's texts: `File "/job/main.py"`, `# ob/main.py:6`.
 NOT_PATH = frozenset(" \t\r\n\"'`()[]{}<>,;:=#")
+STACK_SLOT = "___stack"  # a resume function's argument for a value on the broken frame's stack
+EVERY_VALUE = "; recompiles on every new value"
 
 
-def _bounded(text: str) -> str:
-    """One line (an argument's value may hold line breaks) of at most SUMMARY_CHARS."""
-    text = " ".join(text[:SUMMARY_CHARS * 2].splitlines())
-    return text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS - 1] + "…"
+@dataclass
+class Seen:
+    """What the run shows of a recompile besides its reason: the recompiling call's arguments by
+    name, the values the new compile guards by equality (Dynamo's source -> value), and the
+    user's expression and line for Dynamo's sources where known."""
+    arguments: dict = field(default_factory=dict)
+    pinned: dict = field(default_factory=dict)
+    sources: dict = field(default_factory=dict)  # source -> (expression, line)
+
+    def name(self, source: str) -> str:
+        return self.sources.get(source, (user_expression(source), None))[0]
+
+    def new_value(self, source: str) -> str | None:
+        argument = self.arguments.get(source)
+        return argument if isinstance(argument, str) else self.pinned.get(source)
+
+
+def _bounded(text: str, most: int = SUMMARY_CHARS) -> str:
+    """One line (an argument's value may hold line breaks) of at most `most` characters."""
+    text = " ".join(text[:most * 2].splitlines())
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 def _after(text: str, prefix: str) -> str:
     return text[len(prefix):] if text.startswith(prefix) else text
 
 
-def _tensor_change(reason: str) -> str | None:
+def _expected(stated: str) -> str:
+    """The expected value's first word: PyTorch may go on after it ("expected
+    requires_grad=1. Guard failed on a parameter, consider ...")."""
+    words = stated.split(maxsplit=1)
+    return words[0].rstrip(".,") if words else ""
+
+
+def _tensor_change(reason: str, seen: Seen) -> str | None:
     """A tensor check's reason in one line ("x.size()[0] changed: 32 -> 16"), else None."""
     if not reason.startswith(TENSOR):
         return None
@@ -71,34 +111,40 @@ def _tensor_change(reason: str) -> str | None:
     stated = rest.partition("xpected ")[2]  # "expected 8, ..." or "Expected device index ..."
     stated = _after(_after(stated, "device index to be "), "requires_grad=")
     expected, _, actual = stated.partition(", actual ")
+    expected, actual = _expected(expected), actual.strip()
     if check == "requires_grad" and expected in ("0", "1"):  # PyTorch states the expected one
         expected, actual = ("False", "True") if expected == "0" else ("True", "False")
-    what = TENSOR_CHECKS[check].format(name=reason[len(TENSOR):at], index=index or "?")
-    if not expected.strip():
+    name = seen.name(reason[len(TENSOR):at])
+    what = TENSOR_CHECKS[check].format(name=name, index=index or "?")
+    if not expected:
         return f"{what} changed"
-    return f"{what} changed: {expected.strip()} -> {actual.strip() or '?'}"
+    return f"{what} changed: {expected} -> {actual or '?'}"
 
 
-def _guard_change(first_line: str, arguments: dict) -> str:
+def _guard_change(first_line: str, seen: Seen) -> str:
     """The one-line reason for a failed guard's code (its first line, comments and all)."""
     code = guard_code(first_line).strip()
     for check, words in (("___check_type_id(", "'s type changed"),
                          ("___check_obj_id(", " is another object")):
         if code.startswith(check):
-            return code[len(check):].partition(",")[0].strip() + words
+            return seen.name(code[len(check):].partition(",")[0].strip()) + words
     left, equals, right = code.partition(" == ")
-    if equals and isinstance(arguments.get(left), str):
-        return f"{left} changed: {right} -> {arguments[left]}"
-    if equals:
-        return f"{left} changed from {right}"
-    return f"guard failed: {code}" if code else "no reason stated"
+    if not equals:
+        return f"guard failed: {code}" if code else "no reason stated"
+    new = seen.new_value(left)
+    change = f"{seen.name(left)} changed: {right} -> {new}" if new is not None \
+        else f"{seen.name(left)} changed from {right}"
+    return change + (EVERY_VALUE if left in seen.pinned else "")
 
 
-def one_line(reason: str, arguments: dict | None = None) -> str:
+def one_line(reason: str, arguments: dict | None = None, seen: Seen | None = None) -> str:
     """The reason in one line of at most SUMMARY_CHARS. `arguments`: the recompiling call's
-    arguments by name, as described in its `call` record."""
+    arguments by name, as described in its `call` record; `seen`: all the run shows of it."""
+    seen = seen or Seen(arguments=arguments or {})
     first = reason[:REASON_CHARS].strip().partition("\n")[0]
-    change = _tensor_change(first) or _guard_change(first, arguments or {})
+    change = _tensor_change(first, seen) or _guard_change(first, seen)
+    if change.endswith(EVERY_VALUE):  # the verdict stays whole
+        return _bounded(change[:-len(EVERY_VALUE)], SUMMARY_CHARS - len(EVERY_VALUE)) + EVERY_VALUE
     return _bounded(change)
 
 
@@ -140,25 +186,94 @@ def _call_arguments(calls: list[dict]) -> dict[str, dict]:
             and isinstance(meta.get("compile_id"), str) and isinstance(meta.get("arguments"), dict)}
 
 
-def annotate(recompiles: list[dict], calls: list[dict], compiles: list[dict],
+def _pinned(compiled: dict | None) -> dict[str, str]:
+    """Source -> value, for each value the compile guards by equality (its EQUALS_MATCH
+    guards, locals written as the reasons write them)."""
+    guards = ((compiled or {}).get("stages", {}).get("guards") or {}).get("guards", [])
+    pinned = {}
+    for guard in guards:
+        left, equals, right = LOCAL.sub(r"\g<name>", guard["code"]).partition(" == ")
+        if guard["kind"] == "EQUALS_MATCH" and equals:
+            pinned[left.strip()] = guard_code(right).strip()
+    return pinned
+
+
+def _stack_sources(compiled: dict, compiles: dict[str, dict],
+                   breaks: list[dict]) -> dict[str, tuple[str, int | None]]:
+    """A resume function's stack slots (`___stack0` ...) -> the user's expression and line: the
+    last slot, what the call that broke returned, is that call's expression in the broken
+    frame; the others are named as values held across the break at its line."""
+    name = compiled["frame"]["name"] or ""
+    made_by = [b for b in breaks if frame_id(b["resumes_in"]) == frame_id(compiled["id"])]
+    if original_name(name) == name or not made_by:
+        return {}
+    brk = made_by[0]
+    where = broken_frame(brk, compiles.get(brk["compile_id"], {}).get("frame", {}).get("name"))
+    line = where["line"] if where else brk["line"]
+    stack = resume_stack((compiled["stages"].get("bytecode_original") or {}).get("text", ""))
+    if stack is None:
+        return {}
+    slots, after_call = stack
+    sources = {f"{STACK_SLOT}{n}": (f"{STACK_SLOT}{n} (a value held across the graph break at "
+                                    f"l.{line})", line) for n in range(slots)}
+    if after_call and where and where["expression"]:
+        sources[f"{STACK_SLOT}{slots - 1}"] = (where["expression"], line)
+    return sources
+
+
+def _guarded(reason: str) -> str:
+    """The source a failed guard checks: the tensor a tensor check names, else the first
+    argument of a check call, else the left side of the comparison."""
+    first = guard_code(reason[:REASON_CHARS].strip().partition("\n")[0]).strip()
+    if first.startswith(TENSOR):
+        return first[len(TENSOR):].partition("' ")[0]
+    if first.startswith("___check_"):
+        return first.partition("(")[2].partition(",")[0].strip()
+    for operator in (" == ", " != ", " is ", " <= ", " >= ", " < ", " > "):
+        if operator in first:
+            return first.partition(operator)[0].strip()
+    return first
+
+
+def _miss(miss: dict, seen: Seen, guards_of: dict[str, list], user_file: str) -> dict:
+    """One cache entry the call missed: its failed guard in one line (`summary`), the reason
+    whole (`detail`, the user's paths as its name) and the user's line of the guarded value
+    (`source_line`: where the value came from, else where the failed guard was made)."""
+    reason = miss["reason"]
+    line = seen.sources.get(_guarded(reason), ("", None))[1]
+    guards = guards_of.get(miss["previous"], [])
+    failed = [i for i in miss["failed_guards"] if 0 <= i < len(guards)]
+    if line is None and failed:
+        line = guards[failed[0]].get("line")
+    detail = reason[:REASON_CHARS] + ("…" if len(reason) > REASON_CHARS else "")
+    return {**miss, "summary": one_line(reason, seen=seen), "detail": user_paths(detail, user_file),
+            "source_line": line if is_int(line) else None}
+
+
+def annotate(recompiles: list[dict], calls: list[dict], compiles: list[dict], breaks: list[dict],
              user_file: str) -> list[dict]:
-    """Each recompile with `line` (the user's line whose call recompiled: its compile's
-    `user_line`), `summary` (one line) and `detail` (the reason, the user's paths as its name)."""
-    lines = {c["id"]: c["user_line"] for c in compiles}
+    """Each recompile with its `misses` annotated, and the first miss's fields beside `line`
+    (the user's line whose call recompiled: its compile's `user_line`)."""
+    by_id = {c["id"]: c for c in compiles}
+    guards_of = {c["id"]: (c["stages"].get("guards") or {}).get("guards", []) for c in compiles}
     arguments = _call_arguments(calls)
     out = []
     for r in recompiles:
-        line = lines.get(r["compile_id"])
-        detail = r["reason"][:REASON_CHARS] + ("…" if len(r["reason"]) > REASON_CHARS else "")
-        out.append({**r, "line": line if is_int(line) else None,
-                    "summary": one_line(r["reason"], arguments.get(r["compile_id"])),
-                    "detail": user_paths(detail, user_file)})
+        compiled = by_id.get(r["compile_id"])
+        seen = Seen(arguments=arguments.get(r["compile_id"], {}), pinned=_pinned(compiled),
+                    sources=_stack_sources(compiled, by_id, breaks) if compiled else {})
+        misses = [_miss(m, seen, guards_of, user_file)
+                  for m in with_failed_guards(r["misses"], compiles)]
+        line = (compiled or {}).get("user_line")
+        out.append({"compile_id": r["compile_id"], "line": line if is_int(line) else None,
+                    **misses[0], "misses": misses})
     return out
 
 
 def recompiles(records: list[dict]) -> list[dict]:
-    """One entry per reason of each `recompile_reasons` record given."""
-    out = []
+    """One entry per recompile (the new compile id of `recompile_reasons` records), with its
+    `misses`: each reason listed, the cache entry it names split off as `previous`."""
+    grouped: dict[str, list[dict]] = {}
     for record in records:
         payload = record["payload"] or ""
         try:
@@ -167,15 +282,15 @@ def recompiles(records: list[dict]) -> list[dict]:
             reasons = [payload]
         for reason in reasons if isinstance(reasons, list) else [reasons]:
             match = PREVIOUS.match(str(reason).strip())
-            out.append({"compile_id": record["compile_id"],
-                        "previous": match["previous"] if match else None,
-                        "reason": (match["reason"] if match else str(reason)).strip()})
-    return out
+            grouped.setdefault(record["compile_id"], []).append(
+                {"previous": match["previous"] if match else None,
+                 "reason": (match["reason"] if match else str(reason)).strip()})
+    return [{"compile_id": cid, "misses": misses} for cid, misses in grouped.items()]
 
 
 def _recompiles(run) -> list[dict]:
-    listed = with_failed_guards(recompiles(run.all("recompile_reasons")), run.compiles)
-    return annotate(listed, run.all("call"), run.compiles, run.user_file)
+    return annotate(recompiles(run.all("recompile_reasons")), run.all("call"), run.compiles,
+                    run.result.get("graph_breaks", []), run.user_file)
 
 
 FEATURE = Feature("recompiles", records=(record("recompile_reasons"),),

@@ -36,3 +36,38 @@ def annotate(stages: dict[str, dict]) -> None:
     for artifact in stages.values():
         if names := short_names(artifact["text"]):
             artifact["names"] = names
+
+
+# How a guard's source reaches into a module, as Dynamo writes it (torch 2.11-2.14, source.py:
+# `NNModuleSource`, `ParamBufferSource`): `self._modules['lin']._parameters['weight']`.
+MODULE_ATTRIBUTES = ("._modules['", "._parameters['", "._buffers['")
+AS_TENSOR = "___as_tensor("  # Dynamo's `FloatTensorSource` around a Python float
+
+
+def _attribute(key: str) -> str:
+    """`.lin` for an attribute name, `[0]` for a ModuleList index, `['q-proj']` otherwise."""
+    if key.isidentifier():
+        return f".{key}"
+    return f"[{key}]" if key.isdecimal() else f"['{key}']"
+
+
+def user_expression(source: str) -> str:
+    """A guard's source as the script writes it: `self.lin.weight` for
+    `self._modules['lin']._parameters['weight']`, `self.layers[0]` for a ModuleList's entry, the
+    float itself for `___as_tensor(lr)`. String search, linear in the source (each prefix is
+    searched for again only once the text before its last match is passed)."""
+    if source.startswith(AS_TENSOR) and source.endswith(")"):
+        source = source[len(AS_TENSOR):-1]
+    out, at = [], 0
+    next_at = {p: source.find(p) for p in MODULE_ATTRIBUTES}  # each found again only once passed
+    while True:
+        next_at = {p: i if i >= at or i < 0 else source.find(p, at) for p, i in next_at.items()}
+        found = [(i, p) for p, i in next_at.items() if i >= 0]
+        if not found:
+            return "".join(out) + source[at:]
+        start, prefix = min(found)
+        key_end = source.find("']", start + len(prefix))
+        if key_end < 0:
+            return "".join(out) + source[at:]
+        out += [source[at:start], _attribute(source[start + len(prefix):key_end])]
+        at = key_end + 2

@@ -96,9 +96,12 @@ export function renderGuards(artifact, onLine, failed = new Map()) {
 export function failedGuards(result, id) {
   const failed = new Map();
   for (const recompile of result?.recompiles ?? []) {
-    if (recompile.previous !== id) continue;
-    for (const index of recompile.failed_guards ?? []) {
-      failed.set(index, [...(failed.get(index) ?? []), recompile]);
+    // Each cache entry the recompile missed (a result stored before `misses` has one per entry).
+    for (const miss of recompile.misses ?? [recompile]) {
+      if (miss.previous !== id) continue;
+      for (const index of miss.failed_guards ?? []) {
+        failed.set(index, [...(failed.get(index) ?? []), { ...miss, compile_id: recompile.compile_id }]);
+      }
     }
   }
   return failed;

@@ -1,7 +1,8 @@
-// Recompiles and the run at a glance: a gutter mark at the user's line whose call recompiled,
-// and the summary strip under the top bar ("2 graphs, 1 break (l.13), 1 recompile (l.11: k
-// changed: 1 -> 2)"). Reads `compiles`, `graph_breaks` and `recompiles` of the result; a
-// reason is shown as its one line (`summary`), PyTorch's own text (`detail`) on hover.
+// Recompiles and the run at a glance: a gutter mark at the line of the guarded value (else the
+// user's line whose call recompiled), and the summary strip under the top bar ("2 graphs,
+// 1 break (l.13), 1 recompile (l.11: k changed: 1 -> 2)"). Reads `compiles`, `graph_breaks`
+// and `recompiles` of the result; a reason is shown as its one line (`summary`), PyTorch's own
+// text (`detail`) on hover.
 
 import { h, clear } from "./dom.js";
 
@@ -10,38 +11,55 @@ const MOST = 3; // items named per kind in the strip; the rest are counted, all 
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 const oneLine = (r) => r.summary ?? r.reason; // a result stored before `summary`
 
-// Each recompile's reasons, by compile id in order: the first names the newest entry it missed.
+// One entry per recompile, its `misses` (the failed guard of each cache entry it tried, newest
+// first) in order; a result stored before they were grouped had one entry per miss.
 function byCompile(result) {
   const found = new Map();
-  for (const r of result?.recompiles ?? []) found.set(r.compile_id, [...(found.get(r.compile_id) ?? []), r]);
+  for (const r of result?.recompiles ?? []) {
+    const known = found.get(r.compile_id);
+    if (known) known.misses.push(...(r.misses ?? [r]));
+    else found.set(r.compile_id, { ...r, misses: [...(r.misses ?? [r])] });
+  }
   return [...found.values()];
 }
 
 const stated = (r) => `${r.previous ? `${r.previous}: ` : ""}${r.detail ?? r.reason}`;
+// Where a recompile is marked: the line of the guarded value (the `.item()` whose value the
+// guard holds), else the line whose call recompiled.
+const markLine = (r) => r.source_line ?? r.line;
 
-// One gutter mark per recompile, at the line whose call recompiled; PyTorch's text on hover.
+// One gutter mark per recompile; the call's line and PyTorch's text on hover.
 export function recompileMarks(result) {
-  return byCompile(result).filter(([first]) => first.line).map((reasons) => ({
-    line: reasons[0].line, severity: "info", title: "recompile", text: oneLine(reasons[0]),
-    render: () => h("div", { class: "mark-message", title: reasons.map(stated).join("\n") },
-      h("strong", {}, `Recompile (${reasons[0].compile_id}): `), oneLine(reasons[0]),
-      reasons.length > 1 ? h("ul", {}, reasons.map((r) => h("li", {}, `${r.previous ?? "?"}: ${oneLine(r)}`))) : null),
+  return byCompile(result).filter((r) => markLine(r)).map((r) => ({
+    line: markLine(r), severity: "info", title: "recompile", text: oneLine(r),
+    render: () => h("div", { class: "mark-message", title: r.misses.map(stated).join("\n") },
+      h("strong", {}, `Recompile (${r.compile_id}): `), oneLine(r),
+      r.line && r.line !== markLine(r) ? h("p", {}, `The call on line ${r.line} recompiled.`) : null,
+      r.misses.length > 1 ? h("ul", {}, r.misses.map((m) => h("li", {}, `${m.previous ?? "?"}: ${oneLine(m)}`))) : null),
   }));
 }
 
-// One break per line and reason: a recompiled frame reports the same break again.
+// One break per line and reason, for the gutter: a recompiled frame breaks there again.
 export function uniqueBreaks(result) {
   const unique = new Map((result?.graph_breaks ?? []).map((b) => [`${b.line} ${b.reason}`, b]));
   return [...unique.values()];
 }
 
-// " (l.11: k changed: 1 -> 2; l.12: …; 2 more)": the first items, their lines as links.
+// The strip's breaks: each line once, with how many of the breaks are there.
+function breakLines(result) {
+  const lines = new Map();
+  for (const b of result?.graph_breaks ?? []) lines.set(b.line, [...(lines.get(b.line) ?? []), b]);
+  return [...lines].map(([line, list]) => ({ line, text: null, times: list.length,
+    title: list.map((b) => `${b.compile_id}, line ${b.line ?? "?"}: ${b.gb_type ?? b.reason}`).join("\n") }));
+}
+
+// " (l.11 ×2: k changed: 1 -> 2; l.12: …; 2 more)": the first items, their lines as links.
 function items(list, onLine) {
   const named = list.filter((item) => item.line || item.text);
   if (!named.length) return "";
-  const shown = named.slice(0, MOST).map(({ line, text, title }, i) => [i ? "; " : "", h("span", { title },
+  const shown = named.slice(0, MOST).map(({ line, text, title, times }, i) => [i ? "; " : "", h("span", { title },
     line ? h("button", { class: "line-link", title: `Show line ${line} in the editor`, onclick: () => onLine(line) }, `l.${line}`) : "",
-    text ? `${line ? ": " : ""}${text}` : "")]);
+    times > 1 ? ` ×${times}` : "", text ? `${line ? ": " : ""}${text}` : "")]);
   return [" (", shown, named.length > MOST ? `; ${named.length - MOST} more` : "", ")"];
 }
 
@@ -52,9 +70,10 @@ export function showSummary(strip, result, onLine) {
     return;
   }
   const graphs = (result.compiles ?? []).filter((c) => c.has_graph).length;
-  const breaks = uniqueBreaks(result).map((b) => ({ line: b.line, text: null, title: `line ${b.line ?? "?"}: ${b.reason}` }));
-  const recompiles = byCompile(result).map(([r]) => ({ line: r.line, text: oneLine(r), title: `${r.compile_id}: ${r.detail ?? r.reason}` }));
+  // Every break PyTorch counted, as the Graph breaks tab lists them (features/breaks.py).
+  const breaks = result.graph_breaks ?? [];
+  const recompiles = byCompile(result).map((r) => ({ line: markLine(r), text: oneLine(r), title: `${r.compile_id}: ${r.misses.map(stated).join("\n")}` }));
   clear(strip, h("span", {}, plural(graphs, "graph")), ", ",
-    h("span", { class: "summary-breaks" }, plural(breaks.length, "break"), items(breaks, onLine)), ", ",
+    h("span", { class: "summary-breaks" }, plural(breaks.length, "break"), items(breakLines(result), onLine)), ", ",
     h("span", { class: "summary-recompiles" }, plural(recompiles.length, "recompile"), items(recompiles, onLine)));
 }
