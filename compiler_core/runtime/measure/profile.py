@@ -132,11 +132,12 @@ def _duration(us: float) -> str:
     return f"{us / 1e3:.3g} ms" if us >= 1e3 else f"{us:.3g} µs"
 
 
-def totals(profile: dict, rows: list[dict], e2e_ms: float | None) -> dict:
+def totals(profile: dict, e2e_ms: float | None) -> dict:
     """Busy time per call (kernels and ops, without framework ranges) and launches; on a CPU
     also what the profiler recorded in all and the profiled calls' own time. Busy share: of the
     profiled call (CPU) or of the end-to-end call (GPU). `withheld`: why its times can't be
     trusted, in place of the share."""
+    rows = profile["rows"]
     busy_rows = [r for r in rows if r["kind"] not in NOT_BUSY]
     out = {"us_per_call": sum(r["us_per_call"] for r in busy_rows),
            "launches_per_call": sum(r["launches"] for r in busy_rows)}

@@ -135,7 +135,8 @@ def kernels_alone(calls: dict, device: Device) -> tuple[dict, dict]:
     return launches, time_alone(launches, device.clock, device.flush)
 
 
-def per_kernel(calls: dict, device: Device, e2e: dict, launches: dict, alone: dict) -> dict:
+def per_kernel(calls: dict, device: Device, e2e: dict, launches: dict,
+               alone: dict) -> tuple[dict, list[str]]:
     """Per side, the profiler's rows (none where its times are withheld: `totals` says why)
     and their totals; and the compiled graphs the profiled compiled calls ran."""
     if device.kind == "cuda":
@@ -154,7 +155,7 @@ def per_kernel(calls: dict, device: Device, e2e: dict, launches: dict, alone: di
     if device.kind != "cuda":
         out["rounds"] = PROFILE_ROUNDS
     for name, profile in profiles.items():
-        out["totals"][name] = totals(profile, profile["rows"], e2e[basis][name]["median_ms"])
+        out["totals"][name] = totals(profile, e2e[basis][name]["median_ms"])
         out[name] = [] if out["totals"][name].get("withheld") else top(profile["rows"])
     return out, profiles["compiled"]["regions"]
 
