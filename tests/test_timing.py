@@ -270,6 +270,23 @@ def test_the_speedup_pairs_turns_that_saw_the_same_host():
     assert series["eager"]["samples"] == series["compiled"]["samples"] == 30
 
 
+class SlowClock:
+    """Blocks that take 5 ms of wall time each, whatever was planned (a loaded machine)."""
+
+    def block(self, fn, calls, before=None):
+        time.sleep(0.005)
+        return 1.0
+
+
+def test_a_series_slowed_by_other_work_stops_after_the_least_turns_a_verdict_needs():
+    """Planned on a quick probe, 60 blocks of a 50 us call took 41 s on a loaded machine."""
+    from compiler_core.runtime.measure.clocks import MIN_BLOCKS
+    from compiler_core.runtime.measure.verdict import MIN_PAIRS
+    series = interleaved({"eager": None, "compiled": None}, SlowClock(), calls=1, blocks=60,
+                         max_s=0.02)
+    assert series["speedup"]["pairs"] == MIN_BLOCKS >= MIN_PAIRS
+
+
 class ProbedClock:
     """Calls of `device_ms` on the device whose launches take `host_ms`; the first probe of
     each function stalls on the host as long as the call (an allocator's synchronizing free)."""

@@ -107,14 +107,18 @@ def paired_speedup(reference: list[list[float]], candidate: list[list[float]]) -
                    "their quartiles"}
 
 
-def _alternating(fns: dict, turns: int, take) -> dict:
+def _alternating(fns: dict, turns: int, take, max_s: float | None = None) -> dict:
     """`take(fn)` (a list of samples) for each function in turn, the order alternating each
     turn, so that drift hits all alike; a summary per function, the first function's speed-up
-    over the second, paired turn by turn, and how busy the machine was meanwhile."""
+    over the second, paired turn by turn, and how busy the machine was meanwhile. Past `max_s`
+    seconds, no new turn starts once `MIN_BLOCKS` turns are done."""
     samples = {name: [] for name in fns}
     order = list(fns)
     with Watch() as watch:
+        started = time.perf_counter()
         for i in range(turns):
+            if max_s and i >= MIN_BLOCKS and time.perf_counter() - started > max_s:
+                break
             for name in (order if i % 2 == 0 else order[::-1]):
                 samples[name].append(take(fns[name]))
     out = {name: summary([x for turn in values for x in turn])
@@ -122,9 +126,12 @@ def _alternating(fns: dict, turns: int, take) -> dict:
     return {**out, "speedup": paired_speedup(*samples.values()), "contention": watch.figures}
 
 
-def interleaved(fns: dict, clock, calls: int, blocks: int, before=None) -> dict:
-    """One sample a turn: a block of `calls` back-to-back calls, per call."""
-    return _alternating(fns, blocks, lambda fn: [clock.block(fn, calls, before)])
+def interleaved(fns: dict, clock, calls: int, blocks: int, before=None,
+                max_s: float | None = None) -> dict:
+    """One sample a turn: a block of `calls` back-to-back calls, per call. `max_s`: see
+    `_alternating` (a loaded machine can make the planned blocks last many times longer: a
+    1 s series of a 50 us call took 41 s)."""
+    return _alternating(fns, blocks, lambda fn: [clock.block(fn, calls, before)], max_s)
 
 
 def interleaved_per_call(fns: dict, clock: CudaClock, calls: int, turns: int,

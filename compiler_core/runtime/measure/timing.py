@@ -26,8 +26,8 @@ import torch
 
 from ...present.plots import kernel_figure, roofline_figure
 from .alone import capture_launches, time_alone
-from .clocks import (CpuClock, CudaClock, interleaved, interleaved_per_call, measure_peaks, plan,
-                     plan_per_call)
+from .clocks import (BUDGET_S, CpuClock, CudaClock, interleaved, interleaved_per_call,
+                     measure_peaks, plan, plan_per_call)
 from .accuracy import check, fp64_reference, verdict
 from .inputs import backward_grads, caller
 from .lock import held
@@ -36,6 +36,7 @@ from .rates import add_rates, kernel_estimates
 from .replay import Replay, untimed_reason
 from .verdict import judge
 
+SERIES_MAX_S = 3  # a series of blocks stops adding turns past 3 times its budget
 PROFILED_CALLS = 10  # a round's (CPU: the least disturbed of `PROFILE_ROUNDS` rounds)
 TOTAL_BUDGET_S = 60.0
 
@@ -94,7 +95,8 @@ def _blocks(calls: dict, device: Device, replay: Replay) -> dict:
     n, blocks = plan(calls, device.clock, device.kind)
     n = 1 if replay.mutates else n
     return {**interleaved(calls, device.clock, n, blocks,
-                          before=replay.restore if replay.mutates else None),
+                          before=replay.restore if replay.mutates else None,
+                          max_s=SERIES_MAX_S * BUDGET_S[device.kind]),
             "calls_per_sample": n}
 
 
