@@ -7,13 +7,16 @@ Per recorded call (`CompileRecorder`: up to 4 argument signatures per callable):
   correctness first (`accuracy`, as PyTorch's benchmark runner judges it): a mismatch is
   reported as a mismatch, never as a speed-up;
 - end to end (`clocks`), eager and compiled interleaved, median and IQR per call, after warm-up;
-  the speed-up is the median of paired turns' ratios, with their quartiles.
+  the speed-up is the median of paired turns' ratios, with their quartiles, and how busy the
+  machine was meanwhile (`contention`); a verdict only from enough turns on a quiet machine
+  (`verdict`).
   CPU: blocks of calls. GPU, the first series is the one to compare with do_bench: `warm`, each
   call between its own CUDA events (L2 as the previous call left it); then `cold` (the same
   with L2 flushed before each call), `throughput` (blocks of back-to-back calls) and
   `cudagraphs` (the callable compiled again with mode="reduce-overhead", labelled as such);
 - per kernel (`profile`, `alone`, `rates`): profiler rows in the call, each Triton kernel also
-  timed alone as do_bench times it, with bytes and FLOP rates.
+  timed alone as do_bench times it, with bytes and FLOP rates; a side whose rows do not fit in
+  its call is withheld with the figures why; the compiled graphs the call ran (`replayed`).
 The steps run over all of a job's calls in turn (`STEPS`): the profiler last.
 """
 
