@@ -2,8 +2,9 @@
 // per compiled callable and call signature: the engine's speed verdict (or why it can't tell) and
 // the compiled graphs the timed call ran, the correctness verdict, eager vs compiled end to end
 // (median, IQR and the median of per-turn ratios with their range, per series), launches per
-// call, the per-kernel rows (or why their times are withheld), and the engine's plotly figures. User text (callable and kernel names) only reaches the
-// page through dom.js; the figures' labels were escaped where they were built (plots.py).
+// call, the per-kernel rows (or why their times are withheld), and the engine's plotly figures.
+// User text (callable and kernel names) only reaches the page through dom.js; the figures'
+// labels were escaped where they were built (plots.py).
 
 import { h, clear } from "./dom.js";
 import { loadPlotly } from "./plotly.js";
