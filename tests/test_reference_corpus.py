@@ -28,14 +28,6 @@ FIELDS = ("graphs", "compiles", "breaks", "recompiles", "limit_hits", "errors", 
 LIMIT = "Dynamo recompile limit exceeded"  # PyTorch's gb_type of a compile refused at the limit
 
 KNOWN = {  # (script, field) -> why the engine disagrees (an issue 40 item, or reported)
-    ("break_in_autograd_function", "breaks"): (
-        "issue 40, breaks item: the gb_type of a break inside a higher-order op is read from the "
-        "message layout ('Higher Order Operator: autograd.Function'; PyTorch's exception says "
-        "'Failed to trace builtin operator')"),
-    ("break_in_generic_ctx", "breaks"): (
-        "issue 40, breaks item: the gb_type is read from the message layout ('Failed to trace "
-        "builtin operator', the break the context manager's one wraps; PyTorch's exception says "
-        "'Graph break under GenericContextWrappingVariable')"),
     ("hop_error_in_cond", "errors"): (
         "reported to the lead: UncapturedHigherOrderOpError's compile failure has no line; "
         "PyTorch's exception names the branch's line (its real_stack)"),
