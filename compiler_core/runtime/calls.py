@@ -101,7 +101,7 @@ class CallTimeline:
         self.limit_attempts: list[str] = []  # the compile ids that hit it, in order
         self.count = 0
         self.hook = self._guards_checked
-        self.previous_hook = None  # one the script or PyTorch set: still called, first
+        self.previous_hook = None  # one the script set: still called, its answer Dynamo's
 
     def install(self) -> None:
         logging.getLogger(CONVERT_FRAME_LOGGER).addHandler(RecompileLimitLog(self))
@@ -122,7 +122,8 @@ class CallTimeline:
 
     def _keep_hook(self) -> None:
         """Installs the guard-complete hook again where the script set its own (e.g.
-        `torch.compiler.set_enable_guard_collectives`): that one is chained, not lost."""
+        `torch.compiler.set_enable_guard_collectives`): that one is chained, not lost (what the
+        script can tell: that function's return, "was a hook set", reads True under ours)."""
         current = set_guard_complete_hook(self.hook)
         if current is not self.hook:
             self.previous_hook = current
