@@ -27,11 +27,7 @@ NAMES = [os.path.basename(path)[:-3] for path in SCRIPTS]
 FIELDS = ("graphs", "compiles", "breaks", "recompiles", "limit_hits", "errors", "calls")
 LIMIT = "Dynamo recompile limit exceeded"  # PyTorch's gb_type of a compile refused at the limit
 
-KNOWN = {  # (script, field) -> why the engine disagrees (an issue 40 item, or reported)
-    ("hop_error_in_cond", "errors"): (
-        "reported to the lead: UncapturedHigherOrderOpError's compile failure has no line; "
-        "PyTorch's exception names the branch's line (its real_stack)"),
-}
+KNOWN: dict = {}  # (script, field) -> why the engine disagrees (an issue 40 item, or reported)
 
 
 @pytest.fixture(scope="session")

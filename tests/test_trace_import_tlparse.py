@@ -41,6 +41,7 @@ READ_INTO = {
     "recompile_reasons": "recompiles",
     "dynamo_graph_break_reason": "graph_breaks",
     "bwd_compilation_metrics": "metrics' backward",
+    "dynamo_error": "the failure's line in the user's file",
 }
 # A file tlparse writes per entry: NAME_N.EXT, the output code's NAME_HASH_N.EXT; a link's file
 # is the link's name alone.

@@ -37,7 +37,7 @@ TRACE_EVENTS = {
     "inductor_post_grad_graph",  # an event, not an artifact, where Inductor's FX graph cache hit
 }
 TRACE_ARTIFACTS = {
-    "dynamo_graph_break_reason", "recompile_reasons", "inductor_post_grad_graph",
+    "dynamo_graph_break_reason", "recompile_reasons", "inductor_post_grad_graph", "dynamo_error",
     "inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
 }
 # Artifacts older torch wrote under another name: the post-grad graph was `after_post_grad_graph`
