@@ -51,6 +51,8 @@ def test_an_int_argument_that_changed_reads_old_and_new_value(result):
     assert (first["0/1"]["summary"], first["0/1"]["line"]) == (
         "k changed: 1 -> 2", line_of(SCRIPT, "CALL k"))
     assert first["0/1"]["reason"].startswith("k == 1 ")  # PyTorch's text, kept whole
+    # the call's own arguments: the call's line says where the value came from
+    assert first["0/1"]["source_line"] is first["0/2"]["source_line"] is None
     assert (first["0/2"]["summary"], first["0/2"]["line"]) == (
         "x.dtype changed: Float -> Double", line_of(SCRIPT, "CALL dtype"))
     recompiled = [c for c in result["calls"] if c["outcome"] == "recompile"]

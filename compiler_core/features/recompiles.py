@@ -235,15 +235,23 @@ def _guarded(reason: str) -> str:
     return first
 
 
+def _root(source: str) -> str:
+    """The local a source starts from: `x` of `x.size()[0]`, `self` of `self.lin.weight`."""
+    end = next((at for at, c in enumerate(source) if not (c.isalnum() or c == "_")), len(source))
+    return source[:end]
+
+
 def _miss(miss: dict, seen: Seen, guards_of: dict[str, list], user_file: str) -> dict:
     """One cache entry the call missed: its failed guard in one line (`summary`), the reason
-    whole (`detail`, the user's paths as its name) and the user's line of the guarded value
-    (`source_line`: where the value came from, else where the failed guard was made)."""
+    whole (`detail`, the user's paths as its name) and, for a value the call's arguments did not
+    give (one computed before a graph break, a module's attribute), the user's line of it
+    (`source_line`: where the value came from, else where the failed guard read it)."""
     reason = miss["reason"]
-    line = seen.sources.get(_guarded(reason), ("", None))[1]
+    guarded = _guarded(reason)
+    line = seen.sources.get(guarded, ("", None))[1]
     guards = guards_of.get(miss["previous"], [])
     failed = [i for i in miss["failed_guards"] if 0 <= i < len(guards)]
-    if line is None and failed:
+    if line is None and failed and _root(guarded) not in seen.arguments:
         line = guards[failed[0]].get("line")
     detail = reason[:REASON_CHARS] + ("…" if len(reason) > REASON_CHARS else "")
     return {**miss, "summary": one_line(reason, seen=seen), "detail": user_paths(detail, user_file),
