@@ -139,7 +139,7 @@ export class RunPanel {
       for (const r of this.result?.recompiles ?? []) {
         if (r.compile_id === id) rows.push(h("div", { class: "between recompile" }, "↻ Recompile",
           r.line ? [" at ", lineLink(r.line, this.onLine)] : "",
-          r.previous ? ` (guards of ${r.previous} failed)` : "", ": ",
+          r.previous ? ` (guards of ${(r.misses ?? [r]).map((m) => m.previous).join(", ")} failed)` : "", ": ",
           h("code", { title: r.detail ?? r.reason }, r.summary ?? r.reason),
           r.previous ? ["guards", "dynamo_graph"].map((stage) => h("button", { class: "chip compare",
             dataset: { stage }, title: `Diff ${r.previous} and ${id} side by side`,
