@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from compiler_core import Options
-from compiler_core.features.recompiles import SUMMARY_CHARS, one_line, user_paths
+from compiler_core.features.recompiles import SUMMARY_CHARS, Seen, one_line, user_paths
 from compiler_core.parsers.callsite import resume_stack, traceback_frames
 from compiler_core.parsers.names import user_expression
 
@@ -198,6 +198,13 @@ def test_module_attributes_read_as_the_script_writes_them(worker):
 ])
 def test_dynamo_sources_read_as_python(source, expression):
     assert user_expression(source) == expression
+
+
+def test_a_guard_on_part_of_a_stack_slot_reads_as_part_of_the_users_expression():
+    seen = Seen(sources={"___stack0": ("torch.nonzero(x)", 6)})
+    assert one_line("___stack0.size()[0] == 3  # ...", seen=seen) == \
+        "torch.nonzero(x).size()[0] changed from 3"
+    assert one_line("___stack01 == 3", seen=seen) == "___stack01 changed from 3"
 
 
 @pytest.mark.parametrize("frame,expression", [

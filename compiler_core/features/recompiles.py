@@ -63,6 +63,12 @@ STACK_SLOT = "___stack"  # a resume function's argument for a value on the broke
 EVERY_VALUE = "; recompiles on every new value"
 
 
+def _root(source: str) -> str:
+    """The local a source starts from: `x` of `x.size()[0]`, `self` of `self.lin.weight`."""
+    end = next((at for at, c in enumerate(source) if not (c.isalnum() or c == "_")), len(source))
+    return source[:end]
+
+
 @dataclass
 class Seen:
     """What the run shows of a recompile besides its reason: the recompiling call's arguments by
@@ -70,10 +76,18 @@ class Seen:
     user's expression and line for Dynamo's sources where known."""
     arguments: dict = field(default_factory=dict)
     pinned: dict = field(default_factory=dict)
-    sources: dict = field(default_factory=dict)  # source -> (expression, line)
+    sources: dict = field(default_factory=dict)  # stack slot -> (expression, line)
+
+    def known(self, source: str) -> tuple[str, int | None] | None:
+        """The user's expression and line of a source on a stack slot (`___stack0.size()[0]`
+        reads as `y.sum().size()[0]`), else None."""
+        slot = _root(source)
+        found = self.sources.get(slot)
+        return (found[0] + source[len(slot):], found[1]) if found else None
 
     def name(self, source: str) -> str:
-        return self.sources.get(source, (user_expression(source), None))[0]
+        found = self.known(source)
+        return found[0] if found else user_expression(source)
 
     def new_value(self, source: str) -> str | None:
         argument = self.arguments.get(source)
@@ -235,12 +249,6 @@ def _guarded(reason: str) -> str:
     return first
 
 
-def _root(source: str) -> str:
-    """The local a source starts from: `x` of `x.size()[0]`, `self` of `self.lin.weight`."""
-    end = next((at for at, c in enumerate(source) if not (c.isalnum() or c == "_")), len(source))
-    return source[:end]
-
-
 def _miss(miss: dict, seen: Seen, guards_of: dict[str, list], user_file: str) -> dict:
     """One cache entry the call missed: its failed guard in one line (`summary`), the reason
     whole (`detail`, the user's paths as its name) and, for a value the call's arguments did not
@@ -248,7 +256,7 @@ def _miss(miss: dict, seen: Seen, guards_of: dict[str, list], user_file: str) ->
     (`source_line`: where the value came from, else where the failed guard read it)."""
     reason = miss["reason"]
     guarded = _guarded(reason)
-    line = seen.sources.get(guarded, ("", None))[1]
+    line = (seen.known(guarded) or ("", None))[1]
     guards = guards_of.get(miss["previous"], [])
     failed = [i for i in miss["failed_guards"] if 0 <= i < len(guards)]
     if line is None and failed and _root(guarded) not in seen.arguments:
