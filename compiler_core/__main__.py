@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 from .errors import ErrorKind
@@ -58,14 +59,30 @@ def parse_args(argv: list[str], prog: str = "python -m compiler_core") -> argpar
     return args
 
 
+# C0 but newline and tab, DEL, C1: what starts a terminal's escape sequences and moves its cursor
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """Text a job wrote, as the terminal must show it: each control character written out
+    (`\\x1b`), never sent, so a job sets no clipboard (OSC 52), window title or colour and
+    erases nothing on the user's terminal. Newlines and tabs are kept."""
+    return CONTROL_CHARACTERS.sub(lambda found: f"\\x{ord(found[0]):02x}", text)
+
+
+def say(line: str) -> None:
+    """One line on stderr, where everything job-derived the CLI prints goes (`shown`)."""
+    print(shown(line), file=sys.stderr, flush=True)
+
+
 def progress(event: dict) -> None:
     """One line per stage as it arrives (the job announces each stage of a compile once), and
     one per long step after the script (timings, views) saying what it does."""
     if event["type"] == "stage":
         where = event["compile_id"] or "-"
-        print(f"[{event['t']:7.2f}s] {where:>5} {event['stage']}", file=sys.stderr, flush=True)
+        say(f"[{event['t']:7.2f}s] {where:>5} {event['stage']}")
     elif event["type"] == "phase":
-        print(f"[{event['t']:7.2f}s]       {event['step']} ...", file=sys.stderr, flush=True)
+        say(f"[{event['t']:7.2f}s]       {event['step']} ...")
 
 
 def read_text(path: str) -> str:
@@ -97,9 +114,11 @@ def sandbox_refusal(required: bool) -> str | None:
 def run_script(source: str, path: str, options: Options, fresh_cache: bool = False) -> dict:
     """The result of running the script (its source, its absolute path) in a fresh worker.
     One trusted user's runs share a build cache: kernels built before from the same source are
-    reused (`supervisor/buildcache.py`: per script), unless `fresh_cache`."""
+    reused (`supervisor/buildcache.py`: per script, within the job's disk limit), unless
+    `fresh_cache`."""
     # One job: a warm-up would only add its own compile.
-    worker = Worker(warm=False, build_cache=BuildCache(default_cache_dir(), source, fresh_cache))
+    cache = BuildCache(default_cache_dir(), source, fresh_cache, disk_mb=int(options.disk_mb))
+    worker = Worker(warm=False, build_cache=cache)
     try:
         result = worker.run(source, options, user_file=path, listener=progress)
     except WorkerError as exc:  # the engine itself failed: still one result, with the error
@@ -157,8 +176,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m compiler_core") -
     error = result["error"]
     if error:
         line = f" (line {error['line']})" if error.get("line") else ""
-        first = (error["message"].splitlines() or [""])[0]
-        print(f"error: {error['type']}{line}: {first}", file=sys.stderr)
+        first = error["message"].split("\n")[0]
+        say(f"error: {error['type']}{line}: {first}")
         return 1
     return 0
 

@@ -7,6 +7,10 @@ worker's), and shows the result inline: a progress line while it runs (each stag
 arrives), then the same self-contained report `torchbolt report` writes, in an iframe, working
 offline. `%torchbolt report PATH` writes the last cell's report to a file.
 
+Where the sandbox is missing (no bubblewrap), a cell refuses to run and says why, unless it
+is given `--unsafe-no-sandbox`: then it runs as the notebook's user, and its progress line says
+so. Each cell's last progress line says whether it ran sandboxed.
+
 The cell runs in a fresh process, not in the notebook's kernel, so it sees none of the
 notebook's variables or imports: it must be a whole script. A NameError says so and names the
 missing name. The flags are the CLI's (`options.add_flags`, from the one option spec). In a
@@ -27,6 +31,7 @@ from .errors import ErrorKind
 from .options import add_flags, from_flags
 from .report.result import build_result
 from .present.static_html import report_html
+from .supervisor import sandbox
 from .supervisor.worker import Worker, WorkerError
 
 CELL_FILE = "cell.py"  # the name errors and stages give the cell's code
@@ -65,7 +70,26 @@ def cell_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="%%torchbolt",
                                      description="Run the cell under torch.compile with torchbolt.")
     add_flags(parser)
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="where the sandbox (bubblewrap) is missing, run the cell anyway, "
+                             "as this notebook's user, with access to all of their files")
     return parser
+
+
+def sandbox_refusal(unsafe: bool) -> str | None:
+    """Why the cell must not run (no sandbox, and not `unsafe`), else None."""
+    check = sandbox.check()
+    if check.ok or unsafe:
+        return None
+    return (f"torchbolt: the cell did not run: the sandbox is not available here "
+            f"({check.reason}). `%%torchbolt --unsafe-no-sandbox ...` runs it without the "
+            "sandbox, as this notebook's user (the code can then read and change your files).")
+
+
+def how_it_ran(worker: Worker) -> str:
+    if worker.sandboxed:
+        return "sandboxed"
+    return f"NOT sandboxed, ran as this notebook's user: {sandbox.check().reason}"
 
 
 class Progress:
@@ -136,13 +160,20 @@ def load_ipython_extension(ipython) -> None:
         if cell is None:
             return write_report(session, words)
         try:
-            options = from_flags(cell_parser().parse_args(words))
+            flags = cell_parser().parse_args(words)
+            options = from_flags(flags)
         except SystemExit:  # argparse printed what is wrong (or the help)
+            return None
+        refusal = sandbox_refusal(flags.unsafe_no_sandbox)
+        if refusal:
+            display({"text/plain": refusal, "text/html": f"<pre>{html.escape(refusal)}</pre>"},
+                     raw=True)
             return None
         progress = Progress(display)
         result = session.run(cell, options, progress)
         explain_name_error(result)
-        progress.done("done" if not result["error"] else f"ended: {result['error']['type']}")
+        ended = "done" if not result["error"] else f"ended: {result['error']['type']}"
+        progress.done(f"{ended} ({how_it_ran(session.worker)})")
         display({"text/plain": summary(result),
                  "text/html": report_iframe(cell, options.to_dict(), result)}, raw=True)
 

@@ -1,14 +1,16 @@
 """The CLI's build cache: Inductor's and Triton's kernels kept from run to run, and safely.
 
 A job may change anything it can write, so nothing a job wrote is ever loaded by a run of
-another script, and root never walks a folder a job could have changed (`ROOT` is
-`~/.cache/torchbolt/build`):
+another script, and root never follows a link in a folder a job could have changed, nor
+changes anything in it but to remove it whole (`ROOT` is `~/.cache/torchbolt/build`):
 
 - `ROOT/scripts/<key>/`: the kernels of one script (key: the hash of its source), the only
   folder its jobs write (at `sandbox.CACHE_MOUNT`). Handed to the jobs' user once, when made
   (`sandbox.prepare_cache_dir`). A run holds `<key>.lock` (flock) for as long as it runs: two
   runs of one script take turns, and pruning passes over it. The `KEEP_SCRIPTS` most recently
-  run scripts keep theirs.
+  run scripts keep theirs. The folder counts toward the job's disk limit: after the run (its
+  processes gone, the lock still held) one larger than the limit is removed whole, measured by
+  a descriptor walk that follows no link.
 - `ROOT/header/`: Inductor's precompiled C++ header (7.6 s to build here), shared by every
   script, so no job writes it: the zygote's own warm-up, which runs no user code, builds it
   when it is missing, and jobs see it through an overlay of their own (`jail.show_in_tmp`).
@@ -28,6 +30,7 @@ import os
 from . import sandbox
 
 KEEP_SCRIPTS = 32
+BLOCK_BYTES = 4096  # what each file or folder costs at least, an empty one included
 HEADER_MOUNT = "/tmp/torchinductor_nobody"  # the zygote's Inductor folder (its USER is nobody)
 
 
@@ -35,13 +38,29 @@ def script_key(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()[:24]
 
 
+def disk_bytes(folder: str, stop_above: int) -> int:
+    """What `folder` holds on disk (each entry at least `BLOCK_BYTES`), counted until past
+    `stop_above`; no link is followed (`os.fwalk` opens each folder by descriptor)."""
+    total = 0
+    for _, dirs, files, dir_fd in os.fwalk(folder, follow_symlinks=False):
+        for name in (*dirs, *files):
+            with contextlib.suppress(OSError):
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                total += max(st.st_blocks * 512, BLOCK_BYTES)
+        if total > stop_above:
+            break
+    return total
+
+
 class BuildCache:
     """One run's share of the cache under `root`; `fresh`: build every kernel afresh (no
-    script folder at all), the header still kept, as PyTorch's own fresh cache keeps it."""
+    script folder at all), the header still kept, as PyTorch's own fresh cache keeps it.
+    `disk_mb`: the job's disk limit, which the script's folder counts toward."""
 
-    def __init__(self, root: str, source: str, fresh: bool = False):
+    def __init__(self, root: str, source: str, fresh: bool = False, disk_mb: int = 1024):
         self.root, self.key, self.fresh = os.path.abspath(root), script_key(source), fresh
         self.scripts = os.path.join(self.root, "scripts")
+        self.disk_bytes = disk_mb << 20
         self._lock_fd: int | None = None
 
     def attach(self, sandboxed: bool) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
@@ -77,8 +96,12 @@ class BuildCache:
             os.close(fd)
 
     def release(self) -> None:
+        """After the run, once its processes are gone."""
         if self._lock_fd is None:
             return
+        folder = os.path.join(self.scripts, self.key)
+        if disk_bytes(folder, self.disk_bytes) > self.disk_bytes:
+            sandbox.remove_aside(folder)
         os.close(self._lock_fd)
         self._lock_fd = None
         self.prune()
