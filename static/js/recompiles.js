@@ -45,13 +45,21 @@ export function uniqueBreaks(result) {
   return [...unique.values()];
 }
 
-// The strip's breaks: each line once, with how many of the breaks are there.
-function breakLines(result) {
+// The strip's items: each line once, with how many of the list are there.
+function byLine(list, lineOf) {
   const lines = new Map();
-  for (const b of result?.graph_breaks ?? []) lines.set(b.line, [...(lines.get(b.line) ?? []), b]);
-  return [...lines].map(([line, list]) => ({ line, text: null, times: list.length,
-    title: list.map((b) => `${b.compile_id}, line ${b.line ?? "?"}: ${b.gb_type ?? b.reason}`).join("\n") }));
+  for (const item of list) lines.set(lineOf(item), [...(lines.get(lineOf(item)) ?? []), item]);
+  return [...lines];
 }
+
+const breakLines = (result) => byLine(result?.graph_breaks ?? [], (b) => b.line).map(([line, list]) => ({
+  line, text: null, times: list.length,
+  title: list.map((b) => `${b.compile_id}, line ${b.line ?? "?"}: ${b.gb_type ?? b.reason}`).join("\n") }));
+
+// A value that recompiles on every new value is one item, its first recompile's reason shown.
+const recompileLines = (result) => byLine(byCompile(result), markLine).map(([line, list]) => ({
+  line, text: oneLine(list[0]), times: list.length,
+  title: list.map((r) => `${r.compile_id}: ${r.misses.map(stated).join("\n")}`).join("\n\n") }));
 
 // " (l.11 ×2: k changed: 1 -> 2; l.12: …; 2 more)": the first items, their lines as links.
 function items(list, onLine) {
@@ -72,8 +80,7 @@ export function showSummary(strip, result, onLine) {
   const graphs = (result.compiles ?? []).filter((c) => c.has_graph).length;
   // Every break PyTorch counted, as the Graph breaks tab lists them (features/breaks.py).
   const breaks = result.graph_breaks ?? [];
-  const recompiles = byCompile(result).map((r) => ({ line: markLine(r), text: oneLine(r), title: `${r.compile_id}: ${r.misses.map(stated).join("\n")}` }));
   clear(strip, h("span", {}, plural(graphs, "graph")), ", ",
     h("span", { class: "summary-breaks" }, plural(breaks.length, "break"), items(breakLines(result), onLine)), ", ",
-    h("span", { class: "summary-recompiles" }, plural(recompiles.length, "recompile"), items(recompiles, onLine)));
+    h("span", { class: "summary-recompiles" }, plural(byCompile(result).length, "recompile"), items(recompileLines(result), onLine)));
 }
