@@ -205,6 +205,9 @@ def test_a_guard_on_part_of_a_stack_slot_reads_as_part_of_the_users_expression()
     assert one_line("___stack0.size()[0] == 3  # ...", seen=seen) == \
         "torch.nonzero(x).size()[0] changed from 3"
     assert one_line("___stack01 == 3", seen=seen) == "___stack01 changed from 3"
+    # no disassembly of the resume function (a TORCH_TRACE log): where the value was held
+    assert one_line("___stack1 == 3", seen=Seen(held_at=6)) == \
+        "___stack1 (a value held across the graph break at l.6) changed from 3"
 
 
 @pytest.mark.parametrize("frame,expression", [

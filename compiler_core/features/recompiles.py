@@ -77,13 +77,19 @@ class Seen:
     arguments: dict = field(default_factory=dict)
     pinned: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict)  # stack slot -> (expression, line)
+    held_at: int | None = None  # the line of the break whose stack the slots hold
 
     def known(self, source: str) -> tuple[str, int | None] | None:
         """The user's expression and line of a source on a stack slot (`___stack0.size()[0]`
-        reads as `y.sum().size()[0]`), else None."""
+        reads as `y.sum().size()[0]`); a slot of unknown origin says where it was held; else
+        None."""
         slot = _root(source)
-        found = self.sources.get(slot)
-        return (found[0] + source[len(slot):], found[1]) if found else None
+        if slot in self.sources:
+            expression, line = self.sources[slot]
+            return expression + source[len(slot):], line
+        if self.held_at and slot.startswith(STACK_SLOT) and slot[len(STACK_SLOT):].isdecimal():
+            return f"{source} (a value held across the graph break at l.{self.held_at})", self.held_at
+        return None
 
     def name(self, source: str) -> str:
         found = self.known(source)
@@ -213,26 +219,21 @@ def _pinned(compiled: dict | None) -> dict[str, str]:
 
 
 def _stack_sources(compiled: dict, compiles: dict[str, dict],
-                   breaks: list[dict]) -> dict[str, tuple[str, int | None]]:
-    """A resume function's stack slots (`___stack0` ...) -> the user's expression and line: the
-    last slot, what the call that broke returned, is that call's expression in the broken
-    frame; the others are named as values held across the break at its line."""
+                   breaks: list[dict]) -> tuple[dict[str, tuple[str, int]], int | None]:
+    """For a resume function: its last stack slot -> the user's expression and line, when the
+    slot holds what the call that broke returned (that call's expression in the broken frame),
+    and the line of that break, where every stack slot's value was held."""
     name = compiled["frame"]["name"] or ""
     made_by = [b for b in breaks if frame_id(b["resumes_in"]) == frame_id(compiled["id"])]
     if original_name(name) == name or not made_by:
-        return {}
+        return {}, None
     brk = made_by[0]
     where = broken_frame(brk, compiles.get(brk["compile_id"], {}).get("frame", {}).get("name"))
     line = where["line"] if where else brk["line"]
     stack = resume_stack((compiled["stages"].get("bytecode_original") or {}).get("text", ""))
-    if stack is None:
-        return {}
-    slots, after_call = stack
-    sources = {f"{STACK_SLOT}{n}": (f"{STACK_SLOT}{n} (a value held across the graph break at "
-                                    f"l.{line})", line) for n in range(slots)}
-    if after_call and where and where["expression"]:
-        sources[f"{STACK_SLOT}{slots - 1}"] = (where["expression"], line)
-    return sources
+    if not (stack and stack[1] and where and where["expression"]):
+        return {}, line
+    return {f"{STACK_SLOT}{stack[0] - 1}": (where["expression"], line)}, line
 
 
 def _guarded(reason: str) -> str:
@@ -276,8 +277,9 @@ def annotate(recompiles: list[dict], calls: list[dict], compiles: list[dict], br
     out = []
     for r in recompiles:
         compiled = by_id.get(r["compile_id"])
+        sources, held_at = _stack_sources(compiled, by_id, breaks) if compiled else ({}, None)
         seen = Seen(arguments=arguments.get(r["compile_id"], {}), pinned=_pinned(compiled),
-                    sources=_stack_sources(compiled, by_id, breaks) if compiled else {})
+                    sources=sources, held_at=held_at)
         misses = [_miss(m, seen, guards_of, user_file)
                   for m in with_failed_guards(r["misses"], compiles)]
         line = (compiled or {}).get("user_line")
