@@ -125,7 +125,6 @@ def profile_cpu(fn, calls: int, rounds: int = PROFILE_ROUNDS) -> dict:
 # an event on this 2-core machine, quiet; a 35 us call of 72 ops read 56 us profiled).
 ADD_UP_TOLERANCE = 0.10
 SLOWER, PER_EVENT_US = 1.5, 2.0
-NOT_BUSY = ("framework", "other")  # CPU rows that are not kernels or ops: ranges, the rest
 
 
 def _duration(us: float) -> str:
@@ -138,7 +137,7 @@ def totals(profile: dict, e2e_ms: float | None) -> dict:
     profiled call (CPU) or of the end-to-end call (GPU). `withheld`: why its times can't be
     trusted, in place of the share."""
     rows = profile["rows"]
-    busy_rows = [r for r in rows if r["kind"] not in NOT_BUSY]
+    busy_rows = [r for r in rows if r["kind"] != "framework"]  # CPU: Dynamo's, AOT's ranges
     out = {"us_per_call": sum(r["us_per_call"] for r in busy_rows),
            "launches_per_call": sum(r["launches"] for r in busy_rows)}
     if "wall_us_per_call" in profile:  # CPU
