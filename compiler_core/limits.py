@@ -46,6 +46,9 @@ TABLE = (
           "records kept per job; past it the job is stopped with a RecordLimit error"),
     Limit("record_bytes_per_job", 64 * MiB, "bytes",
           "all of a job's records together; past it the job is stopped (RecordLimit)"),
+    Limit("stream_bytes_per_run", 32 * MiB, "bytes",
+          "a run's records on the fleet's Redis stream, compressed; past it the job is stopped "
+          "(RecordLimit)"),
     Limit("stage_text_chars", 4_000_000, "characters",
           "one stage's text; longer text is cut, with a visible mark"),
     Limit("notes_per_job", 50, "notes", "notes (one-line messages) kept per result"),
