@@ -99,7 +99,8 @@ def bench(workers: int, users: int, options: dict) -> dict:
     redis_port, web_port = free_port(), free_port()
     url = f"redis://127.0.0.1:{redis_port}/0"
     procs = [subprocess.Popen([shutil.which("redis-server"), "--port", str(redis_port),
-                               "--dir", folder, "--save", ""], stdout=subprocess.DEVNULL)]
+                               "--dir", folder, "--save", "", "--maxmemory", "1gb",
+                               "--maxmemory-policy", "noeviction"], stdout=subprocess.DEVNULL)]
     try:
         time.sleep(0.5)
         procs.append(spawn(["-m", "app", "--port", str(web_port), "--workers", "0"], url))

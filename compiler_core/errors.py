@@ -34,6 +34,7 @@ class ErrorKind(str, enum.Enum):
     CANCELLED = "Cancelled", True, "the job was cancelled"
     WORKER_DIED = "WorkerDied", True, "the worker process died during the job"
     WORKER_ERROR = "WorkerError", True, "the worker could not run the job"
+    BROKER_FULL = "BrokerFull", True, "the job broker (Redis) was full and refused the job"
     SERVER_ERROR = "ServerError", True, "the server failed outside the job"
 
     def __str__(self) -> str:  # "Timeout", not "ErrorKind.TIMEOUT", in f-strings and str()

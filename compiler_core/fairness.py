@@ -10,6 +10,13 @@ It is stated here once, as `round_for` and `order_key`, and both queues use it: 
 (one web server's runner threads, in memory) and cluster/fairness.py (per environment, in
 Redis, shared by every web server and slot). Pure Python: no Redis, no Flask, no torch.
 
+Admission (`admission_refusal`) is the same for every queue: a client with nothing queued may
+take any free place; a client with a run queued already may queue another only while its
+network (`network_of`: its /24, or /64 for IPv6) has fewer than `queued_per_network` runs queued
+and the queue keeps its last `queue_kept_for_new` places free. So one host with many addresses
+(33 loopback addresses x 2 jobs) cannot fill the queue against a client it has never seen, and a
+room on one LAN still queues everyone's first job.
+
 The in-memory queue used to serve "the oldest item of the client served least recently". That
 gives the same order for bursts against single runs; it differs only inside one round, where
 it put a client never served before a client served long ago even if that one queued first.
@@ -19,8 +26,12 @@ The rounds rule keeps queued order there, as Redis always did, so both paths now
 from __future__ import annotations
 
 import bisect
+import ipaddress
 import itertools
 import threading
+from collections import Counter
+
+from .limits import limit
 
 
 def round_for(current: int, latest: int | None) -> int:
@@ -35,12 +46,45 @@ def order_key(round_: int, seq: int) -> tuple[int, int]:
     return round_, seq
 
 
+def network_of(client: str) -> str:
+    """The network a client counts in for admission: its /24 (IPv4, IPv4-mapped IPv6 too) or
+    its /64 (IPv6); a client that is not an address is a network of its own."""
+    try:
+        address = ipaddress.ip_address(client)
+    except ValueError:
+        return client
+    if address.version == 6 and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    prefix = 24 if address.version == 4 else 64
+    return str(ipaddress.ip_network(f"{address}/{prefix}", strict=False))
+
+
+def admission_refusal(client_queued: int, network_queued: int, network: str, queued: int,
+                      max_queued: int) -> tuple[int, str] | None:
+    """(HTTP status, message) refusing a client's new run, or None to queue it; from the runs
+    already queued: the client's, its network's and all of them (the rule in the docstring)."""
+    if queued >= max_queued:
+        return 503, f"the compile queue is full ({max_queued} jobs); try again in a minute"
+    if client_queued == 0:
+        return None
+    per_network, kept = limit("queued_per_network"), limit("queue_kept_for_new")
+    if network_queued >= per_network:
+        return 429, (f"your network ({network}) already has {network_queued} jobs queued (the "
+                     f"queued_per_network limit): wait until your queued job starts")
+    if queued >= max_queued - kept:
+        return 429, (f"the compile queue has {queued} of {max_queued} jobs; its last {kept} "
+                     "places are kept for clients with nothing queued (the queue_kept_for_new "
+                     "limit): wait until your queued job starts")
+    return None
+
+
 class FairQueue:
     """Runs waiting for one web server's runner threads, taken by the rule above. `get` blocks
     until something is queued; `remove` takes an item out before it starts (a cancel)."""
 
     def __init__(self) -> None:
-        self._waiting: list[tuple[tuple[int, int], object]] = []  # (order_key, item), sorted
+        self._waiting: list[tuple[tuple[int, int], object, str]] = []  # (order_key, item,
+        # client), sorted
         self._latest: dict[str, int] = {}  # client -> the round of its latest run
         self._round = 0  # the round of the item taken last
         self._numbers = itertools.count()
@@ -50,7 +94,7 @@ class FairQueue:
         with self._ready:
             round_ = self._next_round(client)
             self._latest[client] = round_
-            entry = (order_key(round_, next(self._numbers)), item)
+            entry = (order_key(round_, next(self._numbers)), item, client)
             bisect.insort(self._waiting, entry, key=lambda waiting: waiting[0])
             self._ready.notify()
 
@@ -59,14 +103,14 @@ class FairQueue:
         with self._ready:
             while not self._waiting:
                 self._ready.wait()
-            (self._round, _), item = self._waiting.pop(0)
+            (self._round, _), item, _ = self._waiting.pop(0)
             self._forget_past_clients()
             return item
 
     def remove(self, item) -> bool:
         """Take `item` out if it is still queued; False when a runner already took it."""
         with self._ready:
-            for index, (_, queued) in enumerate(self._waiting):
+            for index, (_, queued, _) in enumerate(self._waiting):
                 if queued is item:
                     del self._waiting[index]
                     return True
@@ -82,7 +126,16 @@ class FairQueue:
         ahead of it (one in an earlier round), so it is an estimate."""
         with self._ready:
             round_ = self._next_round(client)
-            return 1 + sum(key[0] <= round_ for key, _ in self._waiting)
+            return 1 + sum(key[0] <= round_ for key, _, _ in self._waiting)
+
+    def refusal(self, client: str, max_queued: int) -> tuple[int, str] | None:
+        """Why `client` may not queue a run now (`admission_refusal`), or None."""
+        network = network_of(client)
+        with self._ready:
+            clients = Counter(queued_by for _, _, queued_by in self._waiting)
+            in_network = sum(n for other, n in clients.items() if network_of(other) == network)
+            return admission_refusal(clients[client], in_network, network, len(self._waiting),
+                                     max_queued)
 
     def _next_round(self, client: str) -> int:
         return round_for(self._round, self._latest.get(client))

@@ -64,6 +64,23 @@ TABLE = (
     Limit("trace_upload_bytes", 64 * MiB, "bytes", "one TORCH_TRACE upload, all files together"),
     Limit("parse_seconds", 20.0, "seconds",
           "reading one TORCH_TRACE upload into a result (in a helper process of its own)"),
+    # What one client (a peer address) may cost the web server, however it asks.
+    Limit("connections_per_client", 16, "connections",
+          "a client's open connections; another is answered 429 and closed"),
+    Limit("stalled_send_seconds", 30.0, "seconds",
+          "an answer whose reader took none of it for this long is dropped, its connection closed"),
+    Limit("buffered_bytes_per_client", 32 * MiB, "bytes",
+          "answers a client has not read yet, held by the server; past it its slowest is dropped"),
+    Limit("plain_answer_bytes", 4 * MiB, "bytes",
+          "a whole stored result sent without gzip; a larger one is a 406 (ask with gzip)"),
+    Limit("layout_seconds_per_client", 20.0, "seconds",
+          "graph layouts a client may spend at once, refilled at this much a minute; then 429"),
+    Limit("upload_store_bytes", 8 * MiB, "bytes",
+          "share-store bytes a client's uploads may add at once, refilled at this much an hour"),
+    Limit("queued_per_network", 16, "jobs",
+          "queued jobs of one /24 (IPv4) or /64 (IPv6) past which its clients queue only a first"),
+    Limit("queue_kept_for_new", 16, "jobs",
+          "the job queue's last places, kept for clients with nothing queued"),
 )
 LIMITS = {limit.name: limit for limit in TABLE}
 

@@ -77,7 +77,8 @@ class Redis:
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.folder,
-             "--appendonly", "yes", "--save", "", "--requirepass", PASSWORD],
+             "--appendonly", "yes", "--save", "", "--requirepass", PASSWORD,
+             "--maxmemory", "256mb", "--maxmemory-policy", "noeviction"],  # README, Scale out
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: self._answers(), 10, "redis-server")
 

@@ -20,7 +20,7 @@ from .reaper import reap
 
 
 class BrokerDown(RuntimeError):
-    """Redis cannot be reached (down, restarting or loading its data)."""
+    """Redis cannot take a command now (down, restarting, loading its data, or full)."""
 
 
 class Broker:
@@ -33,8 +33,9 @@ class Broker:
         try:
             yield
         except protocol.broker_errors() as exc:
-            raise BrokerDown(f"the job broker (Redis at {self.shown}) cannot be reached "
-                             f"({type(exc).__name__})") from None
+            why = ("is full (its maxmemory); try again later" if protocol.is_full(exc) else
+                   f"cannot be reached ({type(exc).__name__})")
+            raise BrokerDown(f"the job broker (Redis at {self.shown}) {why}") from None
 
     def ping(self) -> bool:
         try:

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from .protocol import redact
+from .protocol import connect, memory_warning, redact
 
 PR_SET_PDEATHSIG = 1
 RESTART_AFTER_S = 2.0
@@ -83,6 +83,9 @@ def serve(args: argparse.Namespace) -> int:
     print(f"torchbolt worker: {args.slots} slot(s), device {args.device}"
           + (f" (GPUs {','.join(args.gpus)})" if args.gpus else "")
           + f", broker {redact(args.broker)}; warming up ...", flush=True)
+    warning = memory_warning(connect(args.broker))
+    if warning:
+        print(f"torchbolt worker: warning: {warning}", file=sys.stderr, flush=True)
     slots = {index: start_slot(args, index) for index in range(args.slots)}
     stopping = []
 

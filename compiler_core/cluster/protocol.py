@@ -16,6 +16,11 @@ the job), one `record` per record, and a final `result` (`end_run` publishes it 
 run whose slot died or that never reached one); `retry` when a dead slot's run is queued again
 (reaper.py). A web server takes a `Job` of its own through the same steps, so partial results
 and stage events are the same as with a local worker. Entries hold zlib-compressed JSON.
+
+The `result` is the whole result, so it ends the stream: from then on the stream holds only its
+first entry and its result (`end_stream`), for `ENDED_RUN_TTL_S`; a web server that reads it
+from there finishes the run with that result. Redis full (its `maxmemory`, with `noeviction`,
+README "Scale out") refuses a run's entries: `Publisher` then ends the run as `BrokerFull`.
 """
 
 from __future__ import annotations
@@ -28,10 +33,14 @@ import time
 import zlib
 from urllib.parse import urlsplit, urlunsplit
 
+from ..errors import ErrorKind
+from ..supervisor.job import empty_result
+
 HEARTBEAT_TTL_S = 10  # a slot silent this long is dead (the reaper then retries its job)
 HEARTBEAT_EVERY_S = 1.0
 RUN_TTL_S = 7200  # a run's stream and active marker; handles live an hour like local ones
 HANDLE_TTL_S = 3600
+ENDED_RUN_TTL_S = HANDLE_TTL_S  # an ended run's stream: a handle made before the end may read it
 IDENTITY = ("torch", "triton", "device", "device_name")
 
 
@@ -57,10 +66,34 @@ def connect(url: str, blocking: bool = False):
 
 
 def broker_errors() -> tuple:
-    """The exceptions that mean Redis cannot be reached (or is still loading its data)."""
+    """The exceptions that mean Redis cannot take a command now: it cannot be reached, is still
+    loading its data, or is full (its maxmemory, with `noeviction`: `is_full`)."""
     import redis
     return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-            redis.exceptions.BusyLoadingError)
+            redis.exceptions.BusyLoadingError, redis.exceptions.OutOfMemoryError)
+
+
+def is_full(error) -> bool:
+    import redis
+    return isinstance(error, redis.exceptions.OutOfMemoryError)
+
+
+def memory_warning(conn) -> str | None:
+    """What is unsafe in Redis's memory settings for the fleet, or None (also when Redis cannot
+    be asked: down, or CONFIG disabled, as on a managed Redis)."""
+    import redis
+    try:
+        settings = conn.config_get("maxmemory*")
+    except (*broker_errors(), redis.exceptions.ResponseError):
+        return None
+    if int(settings.get("maxmemory", 0)) == 0:
+        return ("Redis has no memory cap: every run's stream and result may grow it until the "
+                "host runs out; set maxmemory and maxmemory-policy noeviction (README, Scale out)")
+    if settings.get("maxmemory-policy") != "noeviction":
+        return (f"Redis's maxmemory-policy is {settings.get('maxmemory-policy')}: at its cap it "
+                "may evict a live run's stream or the queue; set noeviction (Redis then refuses "
+                "writes, and a job it refuses ends as BrokerFull)")
+    return None
 
 
 def environment_identity(environment: dict) -> dict:
@@ -140,28 +173,65 @@ def release_active(conn, key: str, run_id: str) -> None:
         conn.delete(active_key(key))
 
 
+# KEYS[1]: a run's stream; ARGV[1]: 1 keeps its first entry only, 2 its last one too; ARGV[2]:
+# its TTL. The entries keep their ids, and the stream its last id (XSETID), so a reader's cursor
+# stays valid and what is added next comes after it.
+KEEP_ENDS = """
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+if #first == 0 then return 0 end
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local kept = {first[1]}
+if ARGV[1] == '2' and last[1][1] ~= first[1][1] then kept[2] = last[1] end
+redis.call('DEL', KEYS[1])
+for _, e in ipairs(kept) do redis.call('XADD', KEYS[1], e[1], unpack(e[2])) end
+redis.call('XSETID', KEYS[1], last[1][1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return #kept
+"""
+
+
+def end_stream(conn, run_id: str, pipe=None) -> None:
+    """A run's stream once its last entry is its result: only its first entry and the result
+    are kept (`pipe`: as part of that pipeline)."""
+    conn.register_script(KEEP_ENDS)(keys=[run_key(run_id)], args=[2, ENDED_RUN_TTL_S],
+                                    client=pipe or conn)
+
+
+def cut_stream(conn, run_id: str) -> None:
+    """A run's stream back to its first entry (what it was queued with): Redis refused more."""
+    conn.register_script(KEEP_ENDS)(keys=[run_key(run_id)], args=[1, RUN_TTL_S])
+
+
 def end_run(conn, run_id: str, key: str, result: dict) -> None:
     """Publish a run's final result for it (its slot cannot: dead, or never started it)."""
     conn.xadd(run_key(run_id), entry("result", result))
-    conn.expire(run_key(run_id), RUN_TTL_S)
+    end_stream(conn, run_id)
     release_active(conn, key, run_id)
 
 
 class Publisher:
     """Appends entries to run streams from a thread of its own, in order, retrying while Redis
-    is unreachable (a restart), so the job's supervisor never blocks on the network."""
+    is unreachable (a restart), so the job's supervisor never blocks on the network. A
+    `result` ends its run's stream (`end_stream`).
 
-    def __init__(self, conn) -> None:
-        self._conn = conn
+    Redis full (maxmemory, `noeviction`) refuses a run's entry: the run's stream is cut back to
+    its first entry (which frees what its records held), `on_full(run_id)` is told (the slot
+    stops the job), its later entries are dropped and its result becomes a `BrokerFull`
+    error, retried until Redis takes it."""
+
+    def __init__(self, conn, on_full=lambda run_id: None) -> None:
+        self._conn, self._on_full = conn, on_full
         self._queue: queue.Queue = queue.Queue()
         self._pending = 0
         self._sent = threading.Condition()
+        self._full: set[str] = set()  # runs Redis refused, until their result is in
         threading.Thread(target=self._send, daemon=True, name="torchbolt-publisher").start()
 
-    def put(self, run_id: str, kind: str, data=None) -> None:
+    def put(self, run_id: str, fields: dict) -> None:
+        """Queue one entry (`entry`) for the run's stream."""
         with self._sent:
             self._pending += 1
-        self._queue.put((run_key(run_id), entry(kind, data)))
+        self._queue.put((run_id, fields))
 
     def drain(self, timeout: float) -> bool:
         """Wait until everything put so far is in Redis; False on timeout."""
@@ -173,16 +243,56 @@ class Publisher:
             batch = [self._queue.get()]
             while not self._queue.empty():
                 batch.append(self._queue.get())
-            while True:
+            taken = len(batch)
+            while batch:
                 try:
-                    with self._conn.pipeline(transaction=False) as pipe:
-                        for stream, fields in batch:
-                            pipe.xadd(stream, fields)
-                            pipe.expire(stream, RUN_TTL_S)
-                        pipe.execute()
-                    break
+                    batch = self._write(batch)
                 except broker_errors():
+                    pass
+                if batch:
                     time.sleep(0.5)
             with self._sent:
-                self._pending -= len(batch)
+                self._pending -= taken
                 self._sent.notify_all()
+
+    def _write(self, batch: list) -> list:
+        """Write a batch; returns the entries to write again (results Redis refused)."""
+        batch = [item for item in map(self._unless_full, batch) if item]
+        with self._conn.pipeline(transaction=False) as pipe:
+            for run_id, fields in batch:
+                pipe.xadd(run_key(run_id), fields)
+                if fields["kind"] == "result":
+                    end_stream(self._conn, run_id, pipe)
+                else:
+                    pipe.expire(run_key(run_id), RUN_TTL_S)
+            replies = pipe.execute(raise_on_error=False)
+        again = []
+        for (run_id, fields), reply in zip(batch, replies[::2]):  # each entry's XADD
+            if is_full(reply):
+                self._refused(run_id)
+                if fields["kind"] == "result":
+                    again.append((run_id, fields))
+            elif fields["kind"] == "result":
+                self._full.discard(run_id)
+        return again
+
+    def _unless_full(self, item: tuple) -> tuple | None:
+        """The entry to write for a run Redis refused before: its result as `BrokerFull`,
+        nothing else."""
+        run_id, fields = item
+        if run_id not in self._full:
+            return item
+        if fields["kind"] != "result":
+            return None
+        error = ErrorKind.BROKER_FULL.error(
+            "the job broker (Redis) is full (its maxmemory) and refused this job's records, so "
+            "the job was stopped; submit it again later (if this repeats, the operator should "
+            "raise Redis's maxmemory: README, Scale out)")
+        return run_id, entry("result", empty_result(error))
+
+    def _refused(self, run_id: str) -> None:
+        if run_id in self._full:
+            return
+        self._full.add(run_id)
+        cut_stream(self._conn, run_id)
+        self._on_full(run_id)

@@ -10,6 +10,9 @@ its environment (torch, triton, device, device name), then heartbeats it every s
 jobs from its environment's queue. RQ calls `run_remote` per job, in this process: the job runs
 in the sandbox like any other, its steps (start, each record, result: `Job`'s mirror) are
 published to the run's stream as they happen, and a cancel flag set by a web server cancels it.
+A run's records on the stream are capped at `stream_bytes_per_run` (compressed; past it the job
+is stopped, with a RecordLimit error naming it); a job whose records Redis refused (full) is
+stopped and ends as BrokerFull (protocol.Publisher).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import threading
 import time
 
 from ..errors import ErrorKind
+from ..limits import limit
 from ..options import Options
 from ..report.result import build_result
 from ..supervisor.job import Job
@@ -47,17 +51,14 @@ class SlotState:
         self.environment = protocol.environment_identity(
             self.worker.run(PROBE_SOURCE, Options(device=device))["environment"])
         self.env_id = protocol.environment_id(self.environment)
-        self.publisher = protocol.Publisher(self.conn)
+        self.publisher = protocol.Publisher(self.conn, on_full=self.refused)
         self.current: tuple[str, Job] | None = None  # (run id, its job) while one runs
 
-    def publish_steps(self, run_id: str):
-        """A job's mirror: each of its steps as an entry of its run's stream (`started` also
-        names this slot)."""
-        def publish(step: str, data: dict) -> None:
-            if step == "started":
-                data = {**data, "slot": self.name}
-            self.publisher.put(run_id, step, data)
-        return publish
+    def refused(self, run_id: str) -> None:
+        """Redis is full and refused the run's entries: stop its job (it ends as BrokerFull)."""
+        current_run, job = self.current or (None, None)
+        if current_run == run_id:
+            job.cancel()
 
     def heartbeat(self) -> None:
         """Say this slot is alive (and what it runs); cancel its job when asked to."""
@@ -69,10 +70,32 @@ class SlotState:
             job.cancel()
 
 
+class RunStream:
+    """A job's mirror: each of its steps as an entry of its run's stream (`started` also names
+    the slot), its records up to `stream_bytes_per_run` in all: past that the job is stopped."""
+
+    def __init__(self, state: SlotState, run_id: str) -> None:
+        self.state, self.run_id = state, run_id
+        self.job: Job | None = None
+        self.record_bytes = 0
+
+    def __call__(self, step: str, data: dict) -> None:
+        if step == "started":
+            data = {**data, "slot": self.state.name}
+        fields = protocol.entry(step, data)
+        if step == "record":
+            self.record_bytes += len(fields["data"])
+            if self.record_bytes > limit("stream_bytes_per_run"):
+                self.job.stop_for("stream_bytes_per_run")
+                return
+        self.state.publisher.put(self.run_id, fields)
+
+
 def run_remote(run_id: str, key: str, source: str, options: dict, attempt: int) -> None:
     """RQ's job function: run one attempt of a run here and publish its result."""
     state = _state
-    job = Job(source, Options.from_dict(options), mirror=state.publish_steps(run_id))
+    stream = RunStream(state, run_id)
+    job = stream.job = Job(source, Options.from_dict(options), mirror=stream)
     if state.conn.exists(protocol.cancel_key(run_id)):
         job.cancel()  # cancelled while queued: the engine ends it before it starts
     state.current = run_id, job
