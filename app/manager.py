@@ -126,9 +126,9 @@ class JobManager:
     def enqueue(self, key: str, source: str, options: Options, client: str,
                 env_id: str | None) -> Run:
         """A new run of `key`, queued for `client`'s turn (told `queued` with its place)."""
-        if self._queue.qsize() >= self.max_queued:
-            raise ApiError(503, f"the compile queue is full ({self.max_queued} jobs); "
-                                "try again in a minute")
+        refusal = self._queue.refusal(client, self.max_queued)  # compiler_core/fairness.py
+        if refusal:
+            raise ApiError(*refusal, headers={"Retry-After": "30"})
         run = Run(key, source, options)
         run.emit({"type": "status", "status": "queued",
                   "position": self._queue.position_for(client)})
