@@ -6,7 +6,8 @@ The same handles, runs, per-client limit and cancel rules as `manager.JobManager
   (`python -m compiler_core worker`); identical submits on any web server share one run;
 - one follower thread reads the streams of the runs this server follows (XREAD) and feeds each
   into its run's engine `Job` (the steps its slot's `Job` published), so events, SSE and
-  partial results are as with a local worker; its `result` ends the run through `finish`;
+  partial results are as with a local worker; its `result` ends the run through `finish`,
+  which stores it on a thread of its own (the follower reads on for every other run);
 - handles are saved in Redis, so any web server answers for any job id (no sticky sessions);
 - results go to the shared store in Redis; each server keeps the latest ones it saw in memory,
   and serves them from there while Redis is down; anything else then is a 503.
@@ -252,10 +253,13 @@ class BrokerManager(JobManager):
         with contextlib.suppress(BrokerDown):  # else they run out (leases.LEASE_S)
             self.broker.release_leases([(h.client, h.id) for h in run.live_handles()])
 
-    def keep(self, run: Run, result: dict) -> None:
-        """With Redis down the result is kept in this server's memory only (`RedisStore`)."""
-        with contextlib.suppress(BrokerDown):
-            super().keep(run, result)
+    def keep(self, run: Run, result: dict) -> bool:
+        """With Redis down the result is kept in this server's memory only (`RedisStore`,
+        and the run itself)."""
+        try:
+            return super().keep(run, result)
+        except BrokerDown:
+            return False
 
     def _check(self, cursors: dict) -> None:
         """Renew the leases of live submits; retry or fail jobs of dead slots; end runs whose

@@ -18,6 +18,12 @@ A run's engine `Job` tells it `running` and each stage (the job's listener, fed 
 worker or by the run's stream); the manager tells it `queued` (`Run.emit`), a retry
 (`Run.requeue`) and its end (`Run.finish`: through `JobManager.finish` for a queued run, at
 once for a stored answer, `Run.stored`).
+
+What a run costs the server is bounded by what it is allowed: its engine job builds each partial
+and the final result in a process of its own under the build limits (`bounded_build`), and once
+the run ended with a stored result it keeps only its key (its records, partial and final
+results are freed; its handles read the result through the store's bounded cache), however long
+its job ids live.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import threading
 import time
 import uuid
 
-from compiler_core import ErrorKind, Job, Options, empty_result
+from compiler_core import ErrorKind, Job, Options, bounded_build, empty_result
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 ENDS = (DONE, FAILED)
@@ -72,7 +78,7 @@ class Run:
         self.source = source
         self.options = options.to_dict()
         self.life = Lifecycle()
-        self.job = Job(source, options, listener=self.emit)  # the engine's handle, once it runs
+        self.job = self._job(options)  # the engine's handle, once it runs
         self.result: dict | None = None
         self.message: str | None = None  # why a run failed without any result
         self.cached = False
@@ -95,16 +101,18 @@ class Run:
     def requeue(self, message: str) -> None:
         """Its worker died and it runs again elsewhere: a fresh engine job for the next
         attempt's records, and `queued` again saying why."""
-        self.job = Job(self.source, Options.from_dict(self.options), listener=self.emit)
+        self.job = self._job(Options.from_dict(self.options))
         self.emit({"type": "status", "status": QUEUED, "message": message})
+
+    def _job(self, options: Options) -> Job:
+        return Job(self.source, options, listener=self.emit, build=bounded_build)
 
     @classmethod
     def stored(cls, key: str, options: Options, result: dict, load) -> "Run":
         """A finished run answered from the store: it holds the key, not the result (`load(key)`
         reads it, from the server's shared cache) nor the source."""
         run = cls(key, "", options)
-        run._load = load
-        run.finish(result, cached=True)
+        run.finish(result, cached=True, load=load)
         return run
 
     @property
@@ -112,8 +120,13 @@ class Run:
         return self.result is not None or self._load is not None
 
     def finish(self, result: dict | None, message: str | None = None,
-               cached: bool = False) -> None:
+               cached: bool = False, load=None) -> None:
+        """End the run. `load`: its result is in the store, and `load(key)` reads it from
+        there (the run keeps its key only); else the run keeps `result`. Either way its engine
+        job's records and partial result are freed."""
+        self._load = load or self._load
         self.result = None if self._load else result
+        self.job.release()
         self.message, self.cached = message, cached
         error = result.get("error") if result else ErrorKind.SERVER_ERROR.error(message)
         self.emit(done_event(self.key, error, cached))

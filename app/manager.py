@@ -8,7 +8,10 @@
   `FairQueue`, so runner threads serve clients in turn.
 - Cancelling a handle detaches it; the run is cancelled only when no live handle is left.
 - Each worker has one runner thread; the user's code only ever runs inside the worker's
-  children, never in this process. Every finished result except a cancelled one is stored.
+  children, never in this process. Every finished result except a cancelled one is stored, on a
+  thread of its own (a big result takes seconds to compress: the runner goes on to the next
+  run meanwhile); the run's handles hear it ended once it is stored, and the run then keeps
+  only its key (app/jobs.py).
 
 These rules are the Redis manager's too (app/broker.py), which overrides public steps only: of a
 submit (`choose_environment`, `joinable`, `admit`, `enqueue`, `add`), of finding a job id
@@ -19,6 +22,7 @@ submit (`choose_environment`, `joinable`, `admit`, `enqueue`, `add`), of finding
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
@@ -37,6 +41,7 @@ KEEP_JOBS_S = 3600
 RESULT_CACHE_BYTES = 128 * 1024 * 1024
 PROBE_SOURCE = "# torchbolt's start-up probe: reports the environment\n"
 WARM_CLIENT = "torchbolt warm-up"
+log = logging.getLogger("torchbolt.manager")
 
 
 def cancelled(message: str) -> dict:
@@ -202,18 +207,34 @@ class JobManager:
 
     # -- the end of a run
     def finish(self, run: Run, result: dict | None, message: str | None = None) -> None:
-        """End a queued run, whatever ended it: store its result, tell its handles, and forget
-        it as its key's active run. `result` None: the engine failed (`message` says how)."""
+        """End a queued run, whatever ended it: store its result (off the calling thread, which
+        serves other runs), tell its handles, and forget it as its key's active run. `result`
+        None: the engine failed (`message` says how)."""
         if result is not None and (result.get("error") or {}).get("type") != ErrorKind.CANCELLED:
-            self.keep(run, result)  # a cancelled run is not stored: a new submit runs it
-        run.finish(result, message=message)
+            threading.Thread(target=self._store_and_end, args=(run, result, message),
+                             daemon=True, name=f"torchbolt-store-{run.key}").start()
+        else:  # a cancelled run is not stored: a new submit runs it
+            self._end(run, result, message)
+
+    def _store_and_end(self, run: Run, result: dict, message: str | None) -> None:
+        try:
+            stored = self.keep(run, result)
+        except Exception:  # the store failed: the run keeps its result in memory
+            log.exception("storing the result of %s", run.key)
+            stored = False
+        self._end(run, result, message, self.store.get if stored else None)
+
+    def _end(self, run: Run, result: dict | None, message: str | None, load=None) -> None:
+        run.finish(result, message=message, load=load)
         with self.lock:
             if self._active.get(run.key) is run:
                 del self._active[run.key]
 
-    def keep(self, run: Run, result: dict) -> None:
-        """Store a run's result under its key, before its handles hear that it ended."""
+    def keep(self, run: Run, result: dict) -> bool:
+        """Store a run's result under its key, before its handles hear that it ended; whether
+        it was stored."""
         self.store.put(run.key, run.source, run.options, result)
+        return True
 
     def _prune(self) -> None:
         now = time.monotonic()

@@ -16,6 +16,7 @@ side), and `cluster` (Redis). It never imports Flask. The CLI is `torchbolt run 
 # Running scripts: the worker, a job and its options, errors and limits.
 from .errors import ErrorKind
 from .options import Options, OptionsError
+from .supervisor.builds import bounded_build
 from .supervisor.job import Job, empty_result
 from .supervisor.sandbox import check as sandbox_check
 from .supervisor.worker import Worker
@@ -61,7 +62,7 @@ def capture_this_process(stream, user_file: str):
 __all__ = [
     # running scripts
     "ErrorKind", "Job", "Options", "OptionsError", "Worker", "capture_this_process",
-    "empty_result", "engine_version", "sandbox_check",
+    "bounded_build", "empty_result", "engine_version", "sandbox_check",
     # what the engine offers
     "catalogue", "get_example", "list_examples", "list_gpu_examples", "list_lessons",
     # results

@@ -64,6 +64,11 @@ TABLE = (
     Limit("trace_upload_bytes", 64 * MiB, "bytes", "one TORCH_TRACE upload, all files together"),
     Limit("parse_seconds", 20.0, "seconds",
           "reading one TORCH_TRACE upload into a result (in a helper process of its own)"),
+    Limit("build_seconds", 60.0, "seconds",
+          "a server's build of one job's result from its records, in a process of its own (CPU "
+          "and wall-clock); past it the result has no stages and says so"),
+    Limit("build_memory", 3 << 30, "bytes",
+          "that build process's address space; past it the same"),
     # What one client (a peer address) may cost the web server, however it asks.
     Limit("connections_per_client", 16, "connections",
           "a client's open connections; another is answered 429 and closed"),

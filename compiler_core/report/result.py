@@ -6,18 +6,22 @@ feature's stage extraction runs on each compile, then the features' parts in reg
 One part failing is recorded in `stage_errors` with its fallback and the others still arrive
 (strict mode raises instead, for tests). Records come from the job, so every part of the result
 is built in such a step, run-level lists too. Texts past `stage_text_chars` are cut; each cut is
-listed in `truncated`, naming the limit.
+listed in `truncated`, naming the limit. The records of a stage's text are cut just past that
+limit before they are read (reading costs the builder per line: text it would cut costs nothing),
+and the stage's text is cut to it after, with the mark.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..features import FEATURES, RECORD_TYPES
+from ..features import FEATURES, RECORD_TYPES, STAGES
 from ..limits import limit
 from .conform import conform
 
 RESULT_VERSION = 2  # 2: guards carry row and symbolic, recompiles failed_guards
+# The records whose payloads are stage texts.
+TEXT_RECORDS = frozenset(r for spec in STAGES if spec.field == "stages" for r in spec.records)
 UNREAD = ("torchbolt's reader failed on what PyTorch logged for this stage; the compile's other "
           "stages are unaffected.")
 
@@ -135,6 +139,31 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
     return compiled
 
 
+def cut_stage_records(records: list[dict], truncated: list[dict]) -> list[dict]:
+    """The records with each stage's text payloads (one compile's records of one name) cut to
+    one character past `stage_text_chars` in all, so that a text cut here is still over the
+    limit when the stage's text is cut and marked; each cut is listed in `truncated`. Cut
+    records are copies."""
+    cap = limit("stage_text_chars") + 1
+    kept: dict[tuple, int] = {}
+    over: dict[tuple, int] = {}
+    out = []
+    for record in records:
+        payload = record.get("payload")
+        if record.get("name") in TEXT_RECORDS and isinstance(payload, str):
+            group = (record.get("compile_id"), record["name"])
+            room = max(cap - kept.get(group, 0), 0)
+            if len(payload) > room:
+                over[group] = over.get(group, 0) + len(payload) - room
+                record = {**record, "payload": payload[:room]}
+            kept[group] = kept.get(group, 0) + len(record["payload"])
+        out.append(record)
+    truncated += [{"limit": "stage_text_chars", "message": (
+        f"{compile_id} {name}: {cap + extra:,} characters of records, cut to the first {cap:,} "
+        "before reading")} for (compile_id, name), extra in over.items()]
+    return out
+
+
 def cut_stage_texts(run: RunRecords) -> None:
     """Cut every stage text over `stage_text_chars`, with a visible mark (in place)."""
     cap, result = limit("stage_text_chars"), run.result
@@ -156,15 +185,15 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     """The result document. `run` carries what only the supervisor knows (output, exit, limits)."""
     run = run or {}
     stage_errors: list[dict] = []
-    records = typed_records(records, stage_errors)
+    truncated = list(run.get("truncated", []))
+    records = typed_records(cut_stage_records(records, truncated), stage_errors)
     compiles = [build_compile(g, strict, stage_errors)
                 for g in group_by_compile(records, user_file)]
     result = {"version": RESULT_VERSION, "options": run.get("options", {}),
               "user_file": user_file, "stdout": run.get("stdout", ""),
               "stderr": run.get("stderr", ""), "duration_s": run.get("duration_s"),
               "compiles": compiles, "stage_errors": stage_errors}
-    whole = RunRecords(records, user_file, run, compiles, result,
-                       list(run.get("truncated", [])))
+    whole = RunRecords(records, user_file, run, compiles, result, truncated)
     steps = _Steps(None, strict, stage_errors)
     for feature in FEATURES:
         steps.parts(feature.run_parts, result, whole)

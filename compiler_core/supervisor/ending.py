@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from ..errors import ErrorKind
 from ..limits import LIMITS
 from ..options import Options
-from ..report.result import build_result
 from ..parsers.common import user_lines
 from .job import Job
 from .slot import Slot
@@ -52,7 +51,8 @@ def dropped_records(dropped: dict[str, int]) -> list[dict]:
 def job_result(slot: Slot, job: Job, user_file: str, outcome: JobOutcome,
                dropped: dict[str, int], duration: float) -> dict:
     """The result from the records the job kept, its output files, and what the supervisor
-    saw (records are never read twice: the job's list is already within its limits)."""
+    saw (records are never read twice: the job's list is already within its limits), built by
+    the job's `build`."""
     records, options = job.records(), job.options
     finished = any(r["name"] == "run_end" for r in records)
     if slot.group and slot.group.oom_killed():
@@ -68,7 +68,7 @@ def job_result(slot: Slot, job: Job, user_file: str, outcome: JobOutcome,
                   abnormal_end(slot, user_file, options, outcome, job.over_limit)),
         "truncated": dropped_records(dropped),
     }
-    result = build_result(records, user_file, run)
+    result = job.build(records, user_file, run)
     if result["error"] and slot.group and slot.group.pids_refused():
         result["error"].update(type=ErrorKind.PROCESS_LIMIT.value, message=(
             f"the script tried to run more than {options.pids} processes and threads at "

@@ -22,11 +22,17 @@ Records come from the job, so the job keeps at most `records_per_job` of them an
 `record_bytes_per_job` bytes (`compiler_core/limits.py`); past either, `over_limit` names the
 limit and the worker stops the job. A partial result is rebuilt at most every
 `REBUILD_FACTOR` times its last build's duration (and `MIN_REBUILD_S`), so polls never make the
-server rebuild a big result back to back.
+server rebuild a big result back to back, and one build at a time: a poll during a rebuild gets
+the partial result before it, and concurrent first polls wait for one build.
+
+`build(records, user_file, run)` makes the partial and final results (`build_result` in this
+process by default; a server passes one with a budget, `supervisor/builds.py`). Once its owner
+keeps the result elsewhere (a server's store), `release()` frees the records and results.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import threading
 import time
@@ -39,11 +45,13 @@ from ..features import RECORD_STAGE
 
 MIN_REBUILD_S = 0.25
 REBUILD_FACTOR = 3
+TRIM_AFTER_BYTES = 1 << 20  # a released job that held more records hands freed memory back
+_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc's; None elsewhere
 
 
 class Job:
     def __init__(self, source: str, options: Options | None = None, user_file: str | None = None,
-                 listener=None, mirror=None):
+                 listener=None, mirror=None, build=build_result):
         self.source = source
         self.options = options or Options()
         self.requested_file = user_file  # its base name names the script inside the job
@@ -55,6 +63,9 @@ class Job:
         self._records: list[dict] = []
         self._announced: set[tuple] = set()
         self._partial: tuple[int, dict] | None = None
+        self._building = threading.Lock()  # one partial build at a time
+        self._final_version: int | None = None  # the version once the result is set
+        self.build = build
         self._rebuild_after = 0.0  # monotonic time before which the partial result stands
         self._record_bytes = 0
         self.over_limit: str | None = None  # the record limit the job went past, if any
@@ -75,8 +86,8 @@ class Job:
     def version(self) -> int:
         """Changes whenever the partial result would: with the records and what the script
         printed (once more when the final result is set)."""
-        if self.result is not None:
-            return len(self._records) + 1
+        if self._final_version is not None:
+            return self._final_version
         if self._partial is not None and time.monotonic() < self._rebuild_after:
             return self._partial[0]
         return self._so_far()[2]
@@ -99,21 +110,43 @@ class Job:
     def partial_result(self) -> dict | None:
         """The final result, or while running one built from the records and output so far
         (`"partial": true`); None before the script started."""
-        if self.result is not None or self.user_file is None:
+        if self._final_version is not None or self.user_file is None:
             return self.result
         cached = self._partial
         if cached is not None and time.monotonic() < self._rebuild_after:
             return cached[1]
-        records, output, version = self._so_far()
-        if cached is None or cached[0] != version:
-            # Built outside the lock, so the worker's thread keeps adding records meanwhile.
-            started = time.monotonic()
-            cached = (version, {**build_result(records, self.user_file, output),
-                                "partial": True})
-            took = time.monotonic() - started
-            self._partial = cached
-            self._rebuild_after = time.monotonic() + max(MIN_REBUILD_S, REBUILD_FACTOR * took)
-        return cached[1]
+        if not self._building.acquire(blocking=cached is None):
+            return cached[1]  # another poll is rebuilding it
+        try:
+            cached = self._partial
+            if cached is not None and time.monotonic() < self._rebuild_after:
+                return cached[1]
+            records, output, version = self._so_far()
+            if cached is None or cached[0] != version:
+                # Built outside the records' lock: the worker's thread keeps adding meanwhile.
+                started = time.monotonic()
+                cached = (version, {**self.build(records, self.user_file, output),
+                                    "partial": True})
+                took = time.monotonic() - started
+                with self._lock:
+                    if self._final_version is None:  # not released while it was built
+                        self._partial = cached
+                self._rebuild_after = time.monotonic() + max(MIN_REBUILD_S,
+                                                             REBUILD_FACTOR * took)
+            return cached[1]
+        finally:
+            self._building.release()
+
+    def release(self) -> None:
+        """Forget the records, the partial and the final result (their owner keeps the result
+        elsewhere); the version stays, and what is asked of a released job is None."""
+        with self._lock:
+            if self._final_version is None:
+                self._final_version = len(self._records) + 1
+            self._records, self._announced = [], set()
+            self._partial, self.result, self.live_output = None, None, None
+        if self._record_bytes > TRIM_AFTER_BYTES and _MALLOC_TRIM is not None:
+            _MALLOC_TRIM(0)  # glibc keeps freed heap for the process; give it back
 
     # -- the worker's side
     def started(self, user_file: str) -> None:
@@ -146,6 +179,7 @@ class Job:
 
     def finish(self, result: dict) -> None:
         self.result = result
+        self._final_version = len(self._records) + 1
         self._step("result", result)
 
     def _emit(self, event: dict) -> None:
