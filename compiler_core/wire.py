@@ -18,6 +18,7 @@ from typing import IO
 from .limits import limit
 
 READ_CHUNK = 1 << 20
+PACKED_META = "meta_json"  # a kept record's meta as its JSON text (`packed`)
 READ_PER_CALL = 16 << 20  # a flood is read over several of the supervisor's polls
 
 
@@ -114,6 +115,23 @@ def parse_record(line: bytes | str) -> dict | None:
     except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         return None
     return valid_record(record)
+
+
+def packed(record: dict, meta_json: str) -> dict:
+    """The record with its meta kept as JSON text: a parsed meta of many small values takes
+    ~10x its JSON (a list of short strings: an object each), and a server that held them for a
+    job's lifetime kept their memory fragmented after."""
+    return {**record, "meta": None, PACKED_META: meta_json}
+
+
+def unpacked(record: dict) -> dict:
+    """A record as `read_records` gives it, whether or not it was `packed`."""
+    meta_json = record.get(PACKED_META)
+    if meta_json is None:
+        return record
+    out = {k: v for k, v in record.items() if k != PACKED_META}
+    out["meta"] = json.loads(meta_json)
+    return out
 
 
 def valid_record(record) -> dict | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..features import FEATURES, RECORD_TYPES, STAGES
 from ..limits import limit
+from ..wire import unpacked
 from .conform import conform
 
 RESULT_VERSION = 2  # 2: guards carry row and symbolic, recompiles failed_guards
@@ -186,6 +187,7 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     run = run or {}
     stage_errors: list[dict] = []
     truncated = list(run.get("truncated", []))
+    records = [unpacked(record) for record in records]  # kept records (wire.packed) too
     records = typed_records(cut_stage_records(records, truncated), stage_errors)
     compiles = [build_compile(g, strict, stage_errors)
                 for g in group_by_compile(records, user_file)]

@@ -53,7 +53,7 @@ def job_result(slot: Slot, job: Job, user_file: str, outcome: JobOutcome,
     """The result from the records the job kept, its output files, and what the supervisor
     saw (records are never read twice: the job's list is already within its limits), built by
     the job's `build`."""
-    records, options = job.records(), job.options
+    records, options = job.kept_records(), job.options
     finished = any(r["name"] == "run_end" for r in records)
     if slot.group and slot.group.oom_killed():
         outcome.killed_for = "memory"

@@ -41,10 +41,12 @@ from ..limits import limit
 from ..options import Options
 from ..report.result import build_result
 from ..features import RECORD_STAGE
+from ..wire import packed, unpacked
 
 
 MIN_REBUILD_S = 0.25
 REBUILD_FACTOR = 3
+PACK_META_CHARS = 4096  # a kept record with a longer meta keeps it as JSON text (wire.packed)
 TRIM_AFTER_BYTES = 1 << 20  # a released job that held more records hands freed memory back
 _MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc's; None elsewhere
 
@@ -93,12 +95,16 @@ class Job:
         return self._so_far()[2]
 
     def records(self) -> list[dict]:
+        return [unpacked(record) for record in self.kept_records()]
+
+    def kept_records(self) -> list[dict]:
+        """The records as kept: a long meta as its JSON text (`build` reads them so)."""
         with self._lock:
             return list(self._records)
 
     def _so_far(self) -> tuple[list[dict], dict, int]:
-        """The records, the output so far and a number that grows with either."""
-        records = self.records()
+        """The records as kept, the output so far and a number that grows with either."""
+        records = self.kept_records()
         output = self.live_output() if self.live_output else {}
         return records, output, len(records) + sum(map(len, output.values()))
 
@@ -156,7 +162,8 @@ class Job:
 
     def add_record(self, record: dict) -> bool:
         """Keep one (valid) record; False, keeping nothing, once past a record limit."""
-        size = len(record["payload"] or "") + len(json.dumps(record["meta"], default=str))
+        meta_json = json.dumps(record["meta"], default=str)
+        size = len(record["payload"] or "") + len(meta_json)
         with self._lock:
             if self.over_limit is None:
                 if len(self._records) >= limit("records_per_job"):
@@ -165,7 +172,8 @@ class Job:
                     self.over_limit = "record_bytes_per_job"
             if self.over_limit is not None:
                 return False
-            self._records.append(record)
+            self._records.append(packed(record, meta_json) if len(meta_json) > PACK_META_CHARS
+                                 else record)
             self._record_bytes += size
         if record["name"] == "phase" and isinstance(record["meta"].get("step"), str):
             self._emit({"type": "phase", "step": record["meta"]["step"][:200], "t": record["t"]})
