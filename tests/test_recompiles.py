@@ -164,6 +164,16 @@ def test_one_entry_per_recompile_listing_each_entry_it_missed(item_after_break):
     assert [r["compile_id"] for r in result["recompiles"]] == ["1/1", "1/2", "1/3"]
 
 
+def test_a_recompiling_call_states_every_entry_it_missed(item_after_break):
+    """The calls timeline's reason of a recompiling call lists each cache entry it missed, as
+    PyTorch's log does (1, 2, 3 entries), not only the newest."""
+    result, messages = item_after_break
+    stated = [c["reason"] for c in result["calls"] if c["outcome"] == "recompile"]
+    failed = [re.findall(r"\n    - (\d+/\d+): ", message) for message in messages]
+    assert [re.findall(r"^(\d+/\d+): ", reason, re.M) for reason in stated] == failed == [
+        ["1/0"], ["1/1", "1/0"], ["1/2", "1/1", "1/0"]]
+
+
 def test_a_value_guarded_after_a_break_reads_as_the_users_expression(item_after_break):
     """The guard is on `___stack0`, the resume function's stack slot that holds what the call
     that broke returned: the user's `y.sum().item()` on line ITEM, a new float each call."""

@@ -14,8 +14,8 @@ def calls(run) -> list[dict]:
     reason from the run's `recompiles`."""
     names = {r["meta"]["index"]: r["meta"]["name"] for r in run.all("compiled_callable")}
     reasons: dict[str, list[dict]] = {}
-    for recompile in run.result["recompiles"]:
-        reasons.setdefault(recompile["compile_id"], []).append(recompile)
+    for recompile in run.result["recompiles"]:  # one per recompile, each cache entry it missed
+        reasons.setdefault(recompile["compile_id"], []).extend(recompile["misses"])
     out = []
     for record in run.all("call"):
         meta = record["meta"]
