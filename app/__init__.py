@@ -18,11 +18,13 @@
   open event streams (app/streams.py): THREADS - STREAM_RESERVE in all;
 - HEAVY_PER_CLIENT (2): a client's expensive requests at once (graph layouts, reports, whole
   results); all clients together 2 * HEAVY_PER_CLIENT + 1, at least STREAM_RESERVE // 2;
-- SUBMIT_BURST (10), SUBMITS_PER_MINUTE (30): a client's submits, cached answers included
-  (app/budget.py); RESULT_CACHE_BYTES (128 MiB): stored results kept expanded and as gzipped
+- SUBMIT_BURST (10), SUBMITS_PER_MINUTE (30): a client's submits, cached answers and uploads
+  included (app/budget.py; its graph layouts and uploads have budgets of their own, in
+  compiler_core/limits.py); RESULT_CACHE_BYTES (128 MiB): stored results kept expanded and as gzipped
   answers (app/results.py);
 - GRAPH_CACHE_BYTES, REPORT_CACHE_BYTES (64 MiB each): the caches of laid-out graph views and
-  built reports (app/graphview.py, app/reports.py);
+  built reports (app/graphview.py, app/reports.py); the requests that named each view (its
+  aliases) take a 64th of GRAPH_CACHE_BYTES more;
 - WARM_FIRST_LESSON (True): once ready, run the first lesson unless its result is stored, so
   a first visit (which opens on it) is answered from the store.
 
@@ -39,9 +41,11 @@ from flask import Flask
 from compiler_core import PAGE_ASSETS, Broker, Worker, list_lessons
 
 from . import api, auth, errors, http, origin, pages, reports
-from .budget import SubmitBudget
+from .budget import Budget, SubmitBudget
+from .graphview import layout_refusal, layout_settings
 from .http import BodyCache
 from .manager import JobManager
+from .reports import upload_refusal, upload_settings
 from .store import Store
 from .streams import Limiter
 
@@ -73,6 +77,9 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
     app.extensions["torchbolt.submits"] = SubmitBudget(config["SUBMITS_PER_MINUTE"],
                                                        config["SUBMIT_BURST"])
     app.extensions["torchbolt.graph_cache"] = BodyCache(config["GRAPH_CACHE_BYTES"])
+    app.extensions["torchbolt.graph_views"] = BodyCache(config["GRAPH_CACHE_BYTES"] // 64)
+    app.extensions["torchbolt.layouts"] = Budget(layout_settings, layout_refusal)
+    app.extensions["torchbolt.uploads"] = Budget(upload_settings, upload_refusal)
     app.extensions["torchbolt.report_cache"] = BodyCache(config["REPORT_CACHE_BYTES"])
     origin.register(app)  # before the token check: a foreign page learns nothing
     auth.register(app)

@@ -21,14 +21,17 @@ header, query or body is a 4xx, never a 500 and never a leaked stream slot.
 from __future__ import annotations
 
 import gzip
+import io
 
 from flask import Blueprint, Response, current_app, jsonify, request
+from werkzeug.wsgi import wrap_file
 
 from compiler_core import catalogue, get_example, list_examples
+from compiler_core.limits import limit
 
 from .errors import ApiError
-from .graphview import (GraphRequest, cached_view, find_compile, laid_out, parse_collapse,
-                        parse_expand)
+from .graphview import (GraphRequest, cached_view, find_compile, parse_collapse, parse_expand,
+                        view_body)
 from .store import is_key
 from .streams import Slot, event_stream
 from .transport import job_index, stage_answer
@@ -133,16 +136,29 @@ def stored(key: str) -> dict:
 @bp.get("/results/<key>")
 def result(key: str):
     """A stored result with its code and options: one gzipped answer per key, built once
-    (app/results.py) and read under an expensive-request slot."""
+    (app/results.py) under an expensive-request slot and sent from that one copy to every
+    connection; without gzip only up to the `plain_answer_bytes` limit (a 406 past it)."""
     with expensive_slot():
         body = manager().store.answer(key) if is_key(key) else None
-        if body is None:
-            raise ApiError(404, "no result under this share key")
-        if "gzip" not in request.headers.get("Accept-Encoding", ""):
-            body = gzip.decompress(body)
-            return Response(body, mimetype="application/json")
-    return Response(body, mimetype="application/json",
-                    headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+    if body is None:
+        raise ApiError(404, "no result under this share key")
+    if "gzip" in request.headers.get("Accept-Encoding", ""):
+        return shared_answer(body, {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+    size, most = int.from_bytes(body[-4:], "little"), limit("plain_answer_bytes")  # gzip's ISIZE
+    if size > most:
+        raise ApiError(406, f"this result is {size / 2**20:.1f} MiB of JSON; a whole result "
+                            f"over {most / 2**20:g} MiB (the plain_answer_bytes limit) is sent "
+                            "gzipped only: ask with Accept-Encoding: gzip (curl --compressed), "
+                            "or read it in parts (GET /api/results/KEY/stage?compile=&stage=)")
+    return Response(gzip.decompress(body), mimetype="application/json")
+
+
+def shared_answer(body: bytes, headers: dict) -> Response:
+    """An answer sent from `body` itself to each connection (waitress's `wsgi.file_wrapper`
+    keeps a reference, not a copy, until the client has read it)."""
+    return Response(wrap_file(request.environ, io.BytesIO(body)), mimetype="application/json",
+                    direct_passthrough=True,
+                    headers={"Content-Length": str(len(body)), **headers})
 
 
 @bp.get("/results/<key>/stage")
@@ -153,7 +169,8 @@ def result_stage(key: str):
 
 @bp.get("/results/<key>/graph")
 def result_graph(key: str):
-    """Nodes, edges and layout of one graph stage of one compile; cached (app/graphview.py)."""
+    """Nodes, edges and layout of one graph stage of one compile; cached by the groups it shows
+    open, laid out under the client's layout budget (app/graphview.py)."""
     if not is_key(key):
         raise ApiError(404, "no result under this key")
     expand = parse_expand(request.args.get("expand"))
@@ -162,8 +179,7 @@ def result_graph(key: str):
                           None if expand is None else tuple(expand))
     body = cached_view(wanted)
     if body is None:
-        with expensive_slot():
-            body = laid_out(wanted, manager().result_for(key))
+        body = view_body(wanted, manager().result_for(key), client_id(), expensive_slot)
     return Response(body, mimetype="application/json")
 
 

@@ -3,9 +3,13 @@
 list of the group ids to show open.
 
 A layout costs up to the `layout_seconds` limit (Graphviz `dot` on a dense graph), so answers
-are cached, as JSON, per (result key, compile, stage, collapse, expand) in a bounded LRU, for
-final results only (a running job's partial result still grows, and a transient failure is run
-again under the same key). A layout the cache cannot answer holds one of the client's few
+are cached, as JSON, in a bounded LRU, for final results only (a running job's partial result
+still grows, and a transient failure is run again under the same key). A view is cached by what
+it depends on, (result key, compile, stage, the groups shown open: `graph_expansion`), so an
+unknown `expand` id, a reordered list or a `collapse` that opens the same groups is the same
+view; each request as asked is remembered as a small alias of its view, so a view asked again
+is answered without reading the result. A layout the cache cannot answer spends the client's
+layout seconds (the `layout_seconds_per_client` limit) and holds one of its few
 expensive-request slots (`app/streams.py`). Any result may be forged: a graph that cannot be
 shown is a 422 of that result, a view over `graph_nodes_laid_out` items a 413; never a 500.
 """
@@ -19,6 +23,8 @@ from flask import current_app
 
 from compiler_core import ErrorKind, GraphTooLarge, MalformedResult
 from compiler_core import graph_view as engine_graph_view
+from compiler_core.limits import limit
+from compiler_core.present.graphview import graph_expansion
 
 from .errors import ApiError
 from .validate import loads_bounded
@@ -62,8 +68,14 @@ def is_final(result) -> bool:
 
 def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "auto",
                expand: list[str] | None = None) -> dict:
+    return {"ok": True, **engine_errors(engine_graph_view, compiled, stage, result, collapse,
+                                        expand)}
+
+
+def engine_errors(call, *args):
+    """The engine's answer, its refusals of a forged or unknown view as API errors."""
     try:
-        return {"ok": True, **engine_graph_view(compiled, stage, result, collapse, expand)}
+        return call(*args)
     except MalformedResult as exc:
         raise ApiError(422, f"this result's graph cannot be shown: {exc}") from None
     except GraphTooLarge as exc:
@@ -73,7 +85,7 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
 
 
 class GraphRequest(NamedTuple):
-    """What a view is cached by."""
+    """A view as asked (the alias of a `GraphView`)."""
     key: str
     compile_id: str
     stage: str
@@ -81,21 +93,55 @@ class GraphRequest(NamedTuple):
     expand: tuple[str, ...] | None
 
 
+class GraphView(NamedTuple):
+    """What a view's layout depends on: what it is cached by."""
+    key: str
+    compile_id: str
+    stage: str
+    expanded: tuple[str, ...]
+
+
 def cached_view(wanted: GraphRequest) -> bytes | None:
-    return current_app.extensions["torchbolt.graph_cache"].get(wanted)
+    view = current_app.extensions["torchbolt.graph_views"].get(wanted)
+    return None if view is None else current_app.extensions["torchbolt.graph_cache"].get(view)
 
 
-def laid_out(wanted: GraphRequest, result) -> bytes:
-    """The view's JSON, laid out now; kept in the cache when the result is final."""
+def view_body(wanted: GraphRequest, result, client: str, slot) -> bytes:
+    """The view's JSON: from the cache under its `GraphView`, else laid out now under the
+    client's layout budget and an expensive-request `slot()`; kept while the result is final."""
     if result is None:
         raise ApiError(404, "no result under this key")
     compiled = find_compile(result, wanted.compile_id)
     stages = compiled.get("stages") if compiled is not None else {}
     if isinstance(stages, dict) and wanted.stage not in stages:  # else the engine's 422
         raise ApiError(404, f"compile {wanted.compile_id!r} has no stage {wanted.stage!r}")
-    view = graph_view(compiled, wanted.stage, result, wanted.collapse,
-                      None if wanted.expand is None else list(wanted.expand))
-    body = current_app.json.dumps(view, separators=(",", ":")).encode("utf-8")
+    view = GraphView(wanted.key, wanted.compile_id, wanted.stage, engine_errors(
+        graph_expansion, compiled, wanted.stage, wanted.collapse,
+        None if wanted.expand is None else list(wanted.expand)))
+    cache = current_app.extensions["torchbolt.graph_cache"]
+    body = cache.get(view)
+    if body is None:
+        layouts = current_app.extensions["torchbolt.layouts"]
+        with layouts.spending_seconds(client, limit("layout_seconds")), slot():
+            laid = graph_view(compiled, wanted.stage, result, "auto", list(view.expanded))
+        body = current_app.json.dumps(laid, separators=(",", ":")).encode("utf-8")
     if is_final(result):
-        current_app.extensions["torchbolt.graph_cache"].put(wanted, body)
+        cache.put(view, body)
+        current_app.extensions["torchbolt.graph_views"].put(wanted, view, alias_size(wanted))
     return body
+
+
+def alias_size(wanted: GraphRequest) -> int:
+    return 200 + len(repr(wanted))
+
+
+def layout_refusal(wait: int) -> str:
+    most = limit("layout_seconds_per_client")
+    return (f"this client laid out its share of graph views (the layout_seconds_per_client "
+            f"limit: {most:g} s of layout at once, then {most:g} s a minute); try again in "
+            f"{wait} s (views already laid out are answered at once)")
+
+
+def layout_settings() -> tuple[float, float]:
+    most = limit("layout_seconds_per_client")
+    return most, most / 60.0

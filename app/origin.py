@@ -9,10 +9,17 @@ Every state-changing request (not GET/HEAD/OPTIONS) from a browser must come fro
 own page, token or not: `Sec-Fetch-Site` cross-site, `Origin: null` (a sandboxed frame, a file) or
 an `Origin` whose host differs from `Host` is refused. Requests with neither header (curl,
 scripts) pass: browsers always send them on such requests.
+
+A GET that costs the server seconds (a graph layout, a report, a whole result) is refused too
+when another site's page makes it without navigating: an `<img>` or `fetch()` of another site
+(`Sec-Fetch-Site` cross-site or same-site, `Sec-Fetch-Mode` not navigate; or an `Origin` that is
+not this server) cannot read the answer, so it could only spend the server's CPU. A link from
+another site still opens (a navigation).
 """
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from flask import Flask, current_app, request
@@ -21,6 +28,7 @@ from .auth import LOOPBACK
 from .errors import ApiError
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+EXPENSIVE_GET = re.compile(r"/api/results/[^/]+(/graph|/report\.html)?|/api/jobs/[^/]+")
 
 
 def host_name(host: str) -> str:
@@ -39,9 +47,11 @@ def check_host() -> None:
 
 
 def check_same_origin() -> None:
-    if request.method in SAFE_METHODS:
-        return
     site, origin = request.headers.get("Sec-Fetch-Site"), request.headers.get("Origin")
+    if request.method in SAFE_METHODS:
+        if EXPENSIVE_GET.fullmatch(request.path):
+            check_expensive_get(site, origin)
+        return
     if site == "cross-site":
         raise ApiError(403, "cross-site request refused: only this server's own page may "
                             "submit, cancel or upload")
@@ -49,6 +59,16 @@ def check_same_origin() -> None:
                                != request.host.lower()):
         raise ApiError(403, f"cross-site request refused: Origin {origin!r} is not this "
                             f"server ({request.host})")
+
+
+def check_expensive_get(site: str | None, origin: str | None) -> None:
+    foreign_site = site in ("cross-site", "same-site") \
+        and request.headers.get("Sec-Fetch-Mode") != "navigate"
+    if foreign_site or origin is not None and urlsplit(origin).netloc.lower() \
+            != request.host.lower():
+        raise ApiError(403, "cross-site request refused: another site's page may not ask this "
+                            "server for graph layouts, reports or whole results (open the "
+                            "link instead)")
 
 
 def register(app: Flask) -> None:

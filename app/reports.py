@@ -9,11 +9,15 @@
 An upload is untrusted data: it is capped (TRACE_MAX_BYTES, the `trace_upload_bytes` limit, 64
 files), streamed to a private temporary folder and read as text and JSON lines in a helper
 process with a time and memory budget (`read_trace_folder`, the `parse_seconds` limit), at most
-two at once; no code from it runs and no path in it is opened.
+two at once and one per client, waiting clients served in turn (`ParseSlots`); no code from it
+runs and no path in it is opened. An upload costs its client a submit (app/budget.py) and the
+bytes it adds to the store (the `upload_store_bytes` limit, refilled hourly).
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import hashlib
 import json
 import os
@@ -24,8 +28,9 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from compiler_core import (MalformedResult, TraceError, engine_version, placeholder_source,
                            read_trace_folder, report_html)
+from compiler_core.limits import limit
 
-from .api import expensive_slot, manager, stored
+from .api import client_id, expensive_slot, manager, stored
 from .errors import ApiError
 from .graphview import is_final
 from .store import KEY_CHARS
@@ -37,12 +42,14 @@ MAX_FILES = 64
 @bp.get("/results/<key>/report.html")
 def report(key: str):
     """A stored result as a report file to download (no recompile). Built once per key, under
-    an expensive-request slot (its graphs may take the `layout_seconds` limit to lay out), and
+    an expensive-request slot and the client's layout budget (its graphs may take the
+    `layout_seconds` limit each to lay out), and
     kept in a cache bounded by bytes while the result is final."""
     cache = current_app.extensions["torchbolt.report_cache"]
     html = cache.get(key)
     if html is None:
-        with expensive_slot():
+        layouts = current_app.extensions["torchbolt.layouts"]
+        with layouts.spending_seconds(client_id(), limit("layout_seconds")), expensive_slot():
             entry = stored(key)
             html = built_report(entry)
             if is_final(entry["result"]):
@@ -58,7 +65,47 @@ def built_report(entry: dict) -> bytes:
         raise ApiError(422, f"this result cannot be made a report: {exc}") from None
 
 
-PARSES = threading.BoundedSemaphore(2)  # uploads read at once, each in a process of its own
+class ParseSlots:
+    """Uploads read at once (`total`, each in a process of its own), one per client, and the
+    clients waiting for a slot served in the order they came (at most `waiting` of them, each
+    holding a server thread, for at most `wait_s`); past that a 429."""
+
+    def __init__(self, total: int = 2, waiting: int = 8):
+        self.total, self.waiting = total, waiting
+        self._reading: set[str] = set()
+        self._queue: collections.deque[str] = collections.deque()
+        self._turn = threading.Condition()
+
+    @contextlib.contextmanager
+    def held(self, client: str, wait_s: float):
+        with self._turn:
+            if client in self._reading or client in self._queue:
+                raise ApiError(429, "this client's other upload is being read: the server reads "
+                                    "one upload at a time per client; send this one when it "
+                                    "is done", headers={"Retry-After": "5"})
+            if len(self._queue) >= self.waiting:
+                raise ApiError(429, f"the server is reading {self.total} uploads and "
+                                    f"{len(self._queue)} wait; send it again in a few seconds",
+                               headers={"Retry-After": "5"})
+            self._queue.append(client)
+            came = self._turn.wait_for(lambda: self._queue[0] == client
+                                       and len(self._reading) < self.total, wait_s)
+            self._queue.remove(client)
+            if not came:
+                self._turn.notify_all()
+                raise ApiError(429, "the server is still reading other uploads; send it again "
+                                    "in a few seconds", headers={"Retry-After": "5"})
+            self._reading.add(client)
+            self._turn.notify_all()  # the next in line may take the other slot
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._reading.discard(client)
+                self._turn.notify_all()
+
+
+PARSES = ParseSlots()
 
 
 def save_uploads(uploads, folder: str) -> tuple[dict[str, str], str]:
@@ -83,17 +130,30 @@ def trace():
     uploads = request.files.getlist("log")
     if not uploads or len(uploads) > MAX_FILES:
         raise ApiError(400, f"send 1 to {MAX_FILES} log files as the form field 'log'")
-    if not PARSES.acquire(blocking=False):
-        raise ApiError(429, "the server is reading other uploads; send it again in a few "
-                            "seconds", headers={"Retry-After": "5"})
+    client, quota = client_id(), current_app.extensions["torchbolt.uploads"]
+    current_app.extensions["torchbolt.submits"].take(client)  # an upload is a submit too
+    quota.take(client, 1)  # a byte of its store quota left at least; the rest once stored
     try:
-        with tempfile.TemporaryDirectory(prefix="torchbolt-trace-") as folder:
+        with PARSES.held(client, 2 * limit("parse_seconds")), \
+                tempfile.TemporaryDirectory(prefix="torchbolt-trace-") as folder:
             names, key = save_uploads(uploads, folder)
             result = read_trace_folder(folder, names)
     except TraceError as exc:
         raise ApiError(400, f"not a TORCH_TRACE log: {exc}") from None
-    finally:
-        PARSES.release()
     source = placeholder_source(result, "Uploaded through the page.")
-    manager().store.put(key, source, {}, result)
+    store = manager().store
+    store.put(key, source, {}, result)
+    quota.charge(client, store.stored_bytes(key) - 1)
     return jsonify({"ok": True, "key": key})
+
+
+def upload_settings() -> tuple[float, float]:
+    most = limit("upload_store_bytes")
+    return most, most / 3600.0
+
+
+def upload_refusal(wait: int) -> str:
+    most = limit("upload_store_bytes")
+    return (f"this client's uploads added their share to the store (the upload_store_bytes "
+            f"limit: {most / 2**20:g} MiB at once, then {most / 2**20:g} MiB an hour); try "
+            f"again in {wait} s")

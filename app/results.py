@@ -39,6 +39,11 @@ class CachedStore:
         self.store.put(key, source, options, result)
         self.forget(key)
 
+    def stored_bytes(self, key: str) -> int:
+        """What the key's row takes in the store (its compressed result), 0 without one."""
+        row = self.store.row(key)
+        return len(row[2]) if row else 0
+
     def forget(self, key: str) -> None:
         self._results.pop(key)
         self._answers.pop(key)

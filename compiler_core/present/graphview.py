@@ -150,8 +150,8 @@ def _overlays(compiled: dict, stage: str, nodes: list[dict], result) -> tuple[di
         return {}, {}, []
 
 
-def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "auto",
-               expand: list[str] | None = None, layout_seconds: float | None = None) -> dict:
+def _stage_tree(compiled: dict, stage: str) -> tuple[list[dict], int, ModuleTree]:
+    """The stage's well-formed nodes, how many were dropped, and their module groups."""
     stages = compiled.get("stages") if isinstance(compiled, dict) else None
     if not isinstance(stages, dict):
         raise MalformedResult("the compile has no stages")
@@ -163,8 +163,25 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
     dropped = readable["dropped"] + len(found) - len(nodes)
     if dropped and not nodes:
         raise MalformedResult(f"none of the stage's {dropped:,} nodes is well-formed")
-    tree = ModuleTree(nodes)
-    expanded = set(expand) & set(tree.groups) if expand is not None else tree.expansion(collapse)
+    return nodes, dropped, ModuleTree(nodes)
+
+
+def _expansion(tree: ModuleTree, collapse: str | int, expand: list[str] | None) -> set[str]:
+    return set(expand) & set(tree.groups) if expand is not None else tree.expansion(collapse)
+
+
+def graph_expansion(compiled: dict, stage: str, collapse: str | int = "auto",
+                    expand: list[str] | None = None) -> tuple[str, ...]:
+    """The groups a view shows open, sorted: all that its layout depends on besides the stage
+    (unknown ids in `expand` are no groups; `collapse` only chooses them). Milliseconds, no
+    layout: what a cache of views is keyed by, so no two keys lay out the same view."""
+    return tuple(sorted(_expansion(_stage_tree(compiled, stage)[2], collapse, expand)))
+
+
+def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "auto",
+               expand: list[str] | None = None, layout_seconds: float | None = None) -> dict:
+    nodes, dropped, tree = _stage_tree(compiled, stage)
+    expanded = _expansion(tree, collapse, expand)
     items = tree.visible(expanded)
     if len(items) > (most := limit("graph_nodes_laid_out")):
         raise GraphTooLarge(f"this view has {len(items):,} items; the server lays out at most "
