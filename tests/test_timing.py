@@ -3,6 +3,7 @@ arguments; correctness gates the speed-up; per-kernel rows name the compiled ker
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from compiler_core.present.plots import kernel_figure
 from compiler_core.runtime.measure.clocks import (HOST_BOUND_S, MAX_CALLS, MIN_TURNS,
                                                   interleaved, plan_per_call, summary)
 from compiler_core.runtime.measure.accuracy import compare, verdict
+from compiler_core.runtime.measure.gpu_clock import GpuClockWatch, summarise
 from compiler_core.runtime.measure.inputs import fresh_like
 from compiler_core.runtime.measure.timing import launch_bound_notes
 
@@ -704,3 +706,23 @@ def test_the_timing_names_the_compiled_graph_each_replay_ran(replayed):
     assert second["replayed"][0].endswith("/1")  # the second compile of the frame
     gate = timings_of(replayed, "Gate")[0]
     assert len(gate["replayed"]) >= 2  # the graph break: two graphs in one call
+
+
+def test_a_gpu_series_says_when_the_power_cap_held_its_clock():
+    """NVML samples (SM MHz, W, clock-event reasons) -> the series' clock figures; a sentence
+    only where the power cap held the clock in most samples (0x4: NVML's SwPowerCap)."""
+    capped = summarise([(1590, 686.0, 0x4), (1455, 684.0, 0x4), (1620, 690.0, 0x0)], 1980, 700)
+    assert (capped["sm_mhz"], capped["power_w"]) == (1590, 686.0)
+    assert abs(capped["power_capped_share"] - 2 / 3) < 1e-9
+    assert "1590 of its 1980 MHz" in capped["note"] and "700 W power cap" in capped["note"]
+    free = summarise([(1980, 400.0, 0x0), (1965, 420.0, 0x4), (1970, 410.0, 0x0)], 1980, 700)
+    assert free["note"] is None and free["sm_mhz"] == 1970
+    assert summarise([], 1980, 700)["sm_mhz"] is None
+
+
+def test_without_nvml_a_gpu_series_says_why_it_has_no_clock(monkeypatch):
+    """Where NVML can't be loaded (this CPU venv has no pynvml), the figures say so."""
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
+    with GpuClockWatch(0) as watch:
+        pass
+    assert watch.figures["sm_mhz"] is None and "NVML unavailable" in watch.figures["why_none"]

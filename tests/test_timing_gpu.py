@@ -45,6 +45,19 @@ def test_fused_pointwise_chain_is_one_kernel_near_peak_bandwidth(results):
     assert peaks["copy_gbps"] < peaks["bandwidth_gbps"]  # the data sheet's peak, where known
 
 
+def test_the_matmul_series_says_the_clock_it_ran_at(results):
+    """The warm and cold series carry the SM clock and power NVML saw while they ran (an H100
+    held bf16 GEMMs back to back at its power cap: bench/gpu_clock_regimes.py)."""
+    (timing,) = results["matmul_epilogue"]["timings"]
+    for name in ("warm", "cold"):
+        clock = timing["e2e"][name]["gpu_clock"]
+        assert clock["sm_mhz"] is not None, clock
+        assert 100 < clock["sm_mhz"] <= clock["max_sm_mhz"] and clock["samples"] >= 3
+        assert 0 < clock["power_w"] <= 1.1 * clock["power_limit_w"]
+        assert (clock["note"] is not None) == (clock["power_capped_share"] >= 0.5
+                                              or clock["hw_slowdown_share"] >= 0.5)
+
+
 def test_triton_stages_and_launch_metadata_of_what_ran(results):
     compile_ = next(c for c in results["pointwise_chain"]["compiles"] if c["kernels"])
     (kernel,) = [k for k in compile_["kernels"] if k["kind"] == "triton"]

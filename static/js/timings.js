@@ -207,9 +207,13 @@ function endToEnd(entry) {
   const paced = (s) => s.host_bound ? "\nThe host paces these calls (launches take half their " +
     "time or more) and its speed drifts: sampled over a longer span." : "";
   const busy = (s) => s.contention?.busy ? `\nCan't tell: ${s.contention.busy}.` : "";
+  const clock = (s) => s.gpu_clock?.sm_mhz != null ? `\nGPU clock ${s.gpu_clock.sm_mhz.toFixed(0)} of ` +
+    `${s.gpu_clock.max_sm_mhz.toFixed(0)} MHz, ${s.gpu_clock.power_w.toFixed(0)} W of ${s.gpu_clock.power_limit_w.toFixed(0)} W ` +
+    `(NVML, ${s.gpu_clock.samples} samples).` : "";
   const row = (name, s) => h("tr", { dataset: { series: name } },
-    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}${paced(s)}${busy(s)}` },
-      labels[name], s.host_bound ? [" ", h("span", { class: "chip" }, term("host-bound", TERMS.hostBound))] : null),
+    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}${paced(s)}${busy(s)}${clock(s)}` },
+      labels[name], s.host_bound ? [" ", h("span", { class: "chip" }, term("host-bound", TERMS.hostBound))] : null,
+      s.gpu_clock?.note ? [" ", h("span", { class: "chip", title: s.gpu_clock.note }, "power-capped")] : null),
     cell(s.eager), cell(s.compiled ?? s.cudagraphs),
     s.speedup ? h("td", { class: "speedup", title: `${s.speedup.how ?? ""} (${s.speedup.pairs} pairs)` },
       speedupText(s))
@@ -218,7 +222,15 @@ function endToEnd(entry) {
     h("caption", {}, "End to end, per call (median of interleaved samples)"),
     h("tr", {}, ["series", "eager", "compiled", [term("speed-up", TERMS.speedup), " (median of per-turn ratios)"]]
       .map((c) => h("th", {}, c))),
-    Object.keys(labels).filter((name) => entry.e2e[name]).map((name) => row(name, entry.e2e[name])));
+    Object.keys(labels).filter((name) => entry.e2e[name]).map((name) => row(name, entry.e2e[name])),
+    clockNote(entry.e2e.warm));
+}
+
+// Where the power cap held the GPU's clock over the warm series, the sentence saying so: its
+// figures differ from do_bench's for that reason, not the method's (bench/gpu_clock_regimes.py).
+function clockNote(warm) {
+  const note = warm?.gpu_clock?.note;
+  return note ? h("tr", { class: "clock-note" }, h("td", { colspan: 4 }, `Warm series: ${note}.`)) : null;
 }
 
 // Per side: launches and busy time per call, of the profiled call where the CPU profiled it (its

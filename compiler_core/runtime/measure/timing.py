@@ -32,6 +32,7 @@ from .alone import capture_launches, time_alone
 from .clocks import (BUDGET_S, CpuClock, CudaClock, interleaved, interleaved_per_call,
                      measure_peaks, plan, plan_per_call)
 from .accuracy import check, fp64_reference, verdict
+from .gpu_clock import GpuClockWatch
 from .inputs import backward_grads, caller
 from .lock import held
 from .profile import PROFILE_ROUNDS, profile_cpu, profile_cuda, top, totals
@@ -115,11 +116,17 @@ def _gpu_series(calls: dict, device: Device, replay: Replay) -> dict:
         device.flush()
     planned = plan_per_call(calls, clock)
     per_turn, turns = planned["calls_per_turn"], planned["turns"]
-    out = {"warm": {**interleaved_per_call(calls, clock, per_turn, turns, before=restore),
+
+    def clocked(turns_, before) -> dict:
+        """The series, with the clock the GPU ran it at (`gpu_clock`: the power cap)."""
+        with GpuClockWatch(torch.cuda.current_device()) as watch:
+            series = interleaved_per_call(calls, clock, per_turn, turns_, before=before)
+        return {**series, "gpu_clock": watch.figures}
+    out = {"warm": {**clocked(turns, restore),
                     "calls_per_sample": 1, "host_bound": planned["host_bound"],
                     "how": "each call timed on its own (CUDA events), calls queued one after "
                     "another; L2 as the previous call left it"},
-           "cold": {**interleaved_per_call(calls, clock, per_turn, COLD_TURNS, before=cold),
+           "cold": {**clocked(COLD_TURNS, cold),
                     "calls_per_sample": 1, "l2_flush_bytes": device.flush.bytes,
                     "how": "as warm, with L2 flushed before each call (as do_bench does)"}}
     out["throughput"] = {**_blocks(calls, device, replay), "how": "blocks of back-to-back "

@@ -1,0 +1,97 @@
+"""The clock a GPU series ran at, and whether the power cap held it down (NVML, sampled).
+
+Measured on an H100 80GB HBM3 (700 W, 1980 MHz max; `bench/gpu_clock_regimes.py`): a bf16
+matmul+GELU called back to back held the card at ~685 W with the software power cap active and
+its SM clock at 1455-1590 MHz, so each call took 1.057x (eager) and 1.074x (compiled) of
+`triton.testing.do_bench`, whose 256 MB memset between calls let the clock reach 1620-1650 MHz.
+Both figures are true of their regime; the series says which regime it ran in.
+
+NVML comes from nvidia-ml-py (`import pynvml`, as `torch.cuda.clock_rate` uses it); without it,
+or where NVML cannot see the device, the figures are None with the reason.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+
+SAMPLE_S = 0.02
+POWER_CAP = 0x4  # nvmlClocksEventReasonSwPowerCap (older name: ...ThrottleReasonSwPowerCap)
+HW_SLOWDOWN = 0x8 | 0x40 | 0x80  # hardware slowdown, hardware thermal, power brake
+CAPPED_SHARE = 0.5  # capped in at least half the samples: the series ran under the cap
+
+
+def _handle(pynvml, device: int):
+    """The NVML handle of CUDA device `device` (by UUID: CUDA_VISIBLE_DEVICES can renumber)."""
+    import torch
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    if uuid is not None:
+        return pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
+    return pynvml.nvmlDeviceGetHandleByIndex(device)
+
+
+def _reasons(pynvml, handle) -> int:
+    get = (getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+           or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons)
+    return int(get(handle))
+
+
+def summarise(samples: list[tuple[float, float, int]], max_mhz: float,
+              limit_w: float) -> dict:
+    """Figures of `(sm_mhz, power_w, reasons)` samples: medians, the share of samples the
+    power cap (or a hardware slowdown) held the clock, and a sentence when it held it most."""
+    if not samples:
+        return {"sm_mhz": None, "why_none": "no sample fell inside the series"}
+    capped = sum(1 for *_, r in samples if r & POWER_CAP) / len(samples)
+    slowed = sum(1 for *_, r in samples if r & HW_SLOWDOWN) / len(samples)
+    sm = statistics.median(s[0] for s in samples)
+    power = statistics.median(s[1] for s in samples)
+    out = {"sm_mhz": sm, "max_sm_mhz": max_mhz, "power_w": power, "power_limit_w": limit_w,
+           "power_capped_share": capped, "hw_slowdown_share": slowed, "samples": len(samples),
+           "note": None}
+    if capped >= CAPPED_SHARE:
+        out["note"] = (f"the GPU ran at {sm:.0f} of its {max_mhz:.0f} MHz, held by its "
+                       f"{limit_w:.0f} W power cap ({power:.0f} W drawn): calls back to back run "
+                       "slower than under do_bench, whose memset between calls rests the GPU")
+    elif slowed >= CAPPED_SHARE:
+        out["note"] = f"the GPU slowed itself (thermal or power brake) at {sm:.0f} MHz"
+    return out
+
+
+class GpuClockWatch:
+    """`with GpuClockWatch(device) as watch: ...`, then `watch.figures` (see `summarise`)."""
+
+    def __init__(self, device: int) -> None:
+        self.device, self.figures = device, None
+        self._samples: list[tuple[float, float, int]] = []
+        self._stop = threading.Event()
+
+    def __enter__(self) -> "GpuClockWatch":
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self._nvml, self._h = pynvml, _handle(pynvml, self.device)
+            self._max = pynvml.nvmlDeviceGetMaxClockInfo(self._h, pynvml.NVML_CLOCK_SM)
+            self._limit = pynvml.nvmlDeviceGetEnforcedPowerLimit(self._h) / 1000
+        except Exception as error:  # noqa: BLE001 (no NVML, no driver access: say so)
+            self.figures = {"sm_mhz": None, "why_none": f"NVML unavailable ({error})"[:200]}
+            return self
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        nvml, h = self._nvml, self._h
+        while not self._stop.wait(SAMPLE_S):
+            try:
+                self._samples.append((nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
+                                      nvml.nvmlDeviceGetPowerUsage(h) / 1000, _reasons(nvml, h)))
+            except Exception:  # noqa: BLE001 (a failed read costs its sample only)
+                continue
+
+    def __exit__(self, *exc) -> None:
+        if self.figures is not None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self.figures = summarise(self._samples, self._max, self._limit)
