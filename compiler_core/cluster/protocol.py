@@ -18,8 +18,8 @@ run whose slot died or that never reached one); `retry` when a dead slot's run i
 and stage events are the same as with a local worker. Entries hold zlib-compressed JSON.
 
 The `result` is the whole result, so it ends the stream: from then on the stream holds only its
-first entry and its result (`end_stream`), for `ENDED_RUN_TTL_S`; a web server that reads it
-from there finishes the run with that result. Redis full (its `maxmemory`, with `noeviction`,
+`queued`, its first `started` and its `result` (`end_stream`), for `ENDED_RUN_TTL_S`; a web
+server that reads it from there finishes the run with that result. Redis full (its `maxmemory`, with `noeviction`,
 README "Scale out") refuses a run's entries: `Publisher` then ends the run as `BrokerFull`.
 """
 
@@ -173,15 +173,19 @@ def release_active(conn, key: str, run_id: str) -> None:
         conn.delete(active_key(key))
 
 
-# KEYS[1]: a run's stream; ARGV[1]: 1 keeps its first entry only, 2 its last one too; ARGV[2]:
-# its TTL. The entries keep their ids, and the stream its last id (XSETID), so a reader's cursor
-# stays valid and what is added next comes after it.
+# KEYS[1]: a run's stream; ARGV[1]: 1 keeps its first entry (`queued`) and its first `started`
+# if that comes next, 2 its last entry too; ARGV[2]: its TTL. The entries keep their ids, and the
+# stream its last id (XSETID), so a reader's cursor stays valid and what is added next comes
+# after it. (An entry's fields are `kind`, its kind, then `data`.)
 KEEP_ENDS = """
-local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-if #first == 0 then return 0 end
+local head = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 2)
+if #head == 0 then return 0 end
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local kept = {first[1]}
-if ARGV[1] == '2' and last[1][1] ~= first[1][1] then kept[2] = last[1] end
+local kept = {head[1]}
+if head[2] and head[2][2][2] == 'started' and head[2][1] ~= last[1][1] then
+  kept[#kept + 1] = head[2]
+end
+if ARGV[1] == '2' and last[1][1] ~= head[1][1] then kept[#kept + 1] = last[1] end
 redis.call('DEL', KEYS[1])
 for _, e in ipairs(kept) do redis.call('XADD', KEYS[1], e[1], unpack(e[2])) end
 redis.call('XSETID', KEYS[1], last[1][1])
@@ -191,14 +195,15 @@ return #kept
 
 
 def end_stream(conn, run_id: str, pipe=None) -> None:
-    """A run's stream once its last entry is its result: only its first entry and the result
-    are kept (`pipe`: as part of that pipeline)."""
+    """A run's stream once its last entry is its result: only what it was queued with, when
+    it started and the result are kept (`pipe`: as part of that pipeline)."""
     conn.register_script(KEEP_ENDS)(keys=[run_key(run_id)], args=[2, ENDED_RUN_TTL_S],
                                     client=pipe or conn)
 
 
 def cut_stream(conn, run_id: str) -> None:
-    """A run's stream back to its first entry (what it was queued with): Redis refused more."""
+    """A run's stream back to what it was queued with and when it started: Redis refused
+    more."""
     conn.register_script(KEEP_ENDS)(keys=[run_key(run_id)], args=[1, RUN_TTL_S])
 
 
@@ -215,7 +220,7 @@ class Publisher:
     `result` ends its run's stream (`end_stream`).
 
     Redis full (maxmemory, `noeviction`) refuses a run's entry: the run's stream is cut back to
-    its first entry (which frees what its records held), `on_full(run_id)` is told (the slot
+    its `queued` and `started` entries (which frees what its records held), `on_full(run_id)` is told (the slot
     stops the job), its later entries are dropped and its result becomes a `BrokerFull`
     error, retried until Redis takes it."""
 
