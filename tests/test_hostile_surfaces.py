@@ -6,7 +6,7 @@ fleet's, is bounded by what it is allowed.
 - a script's build-cache folder is pruned after the run when it passed the job's disk limit;
 - a `%%torchbolt` cell without the sandbox refuses unless told `--unsafe-no-sandbox`, and says
   which way it ran;
-- a run's Redis stream ends as its result alone; a run's records on the stream are capped; a
+- a run's Redis stream sheds its records once its result is in; a run's records on the stream are capped; a
   Redis full to its maxmemory (noeviction) ends a job with a typed error and the fleet goes on.
 
 A hostile job forges records straight into its records file (as in test_untrusted_live.py).
@@ -191,7 +191,7 @@ def stream_bytes(conn, run_id: str) -> int:
     return conn.memory_usage(protocol.run_key(run_id), samples=0) or 0
 
 
-def test_a_runs_stream_ends_as_its_result_alone(fleet):
+def test_a_runs_stream_sheds_its_records_once_it_ends(fleet):
     """12 MB of records: once the result is stored, the stream holds only what it was queued
     with, when it started and its result (it held 18.9 MB for the 2 hours a stream lives)."""
     done, run_id = run_on_fleet(fleet, hostile("stream", "random_notes(12)"))
