@@ -6,8 +6,9 @@ fleet's, is bounded by what it is allowed.
 - a script's build-cache folder is pruned after the run when it passed the job's disk limit;
 - a `%%torchbolt` cell without the sandbox refuses unless told `--unsafe-no-sandbox`, and says
   which way it ran;
-- a run's Redis stream sheds its records once its result is in; a run's records on the stream are capped; a
-  Redis full to its maxmemory (noeviction) ends a job with a typed error and the fleet goes on.
+- a run's Redis stream sheds its records once its result is in; a run's records on the stream
+  are capped; a Redis full to its maxmemory (noeviction) ends a job with a typed error and the
+  fleet goes on.
 
 A hostile job forges records straight into its records file (as in test_untrusted_live.py).
 """
