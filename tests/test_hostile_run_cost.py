@@ -16,7 +16,10 @@ import resource
 import threading
 import time
 
+from compiler_core import bounded_build
+from compiler_core.report.result import build_result
 from test_untrusted_live import FIND_RECORDS
+from test_untrusted_records import REAL, USER_FILE
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -259,3 +262,19 @@ def test_storing_a_big_result_stalls_no_one_else(live_server):
     dropped = [t for t in stored["result"]["truncated"]
                if t["limit"] == "result_compressed_bytes"]
     assert status == 200 and 50 < len(dropped) < 200, len(dropped)
+
+
+def test_a_bounded_build_is_the_same_result():
+    assert bounded_build(REAL, USER_FILE, {"stdout": "hi"}) == \
+        build_result(REAL, USER_FILE, {"stdout": "hi"})
+
+
+def test_a_build_past_its_budget_says_which_limit(monkeypatch):
+    monkeypatch.setenv("TORCHBOLT_LIMIT_BUILD_SECONDS", "0.3")
+    empty_lines = {"name": "inductor_output_code", "compile_id": "0/0", "t": 0, "meta": {},
+                   "payload": "\n" * 4_000_000}
+    started = time.monotonic()
+    result = bounded_build([empty_lines] * 2, "main.py", {"stdout": "printed"})
+    assert time.monotonic() - started < 2
+    assert result["error"]["type"] == "RecordLimit" and result["compiles"] == []
+    assert "build_seconds" in result["error"]["message"] and result["stdout"] == "printed"

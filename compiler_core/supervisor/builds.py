@@ -46,18 +46,23 @@ class _Helper:
     def connect(self) -> socket.socket:
         """A socket to a freshly forked build process."""
         ours, theirs = socket.socketpair()
-        with self._lock:
-            for attempt in (1, 2):
-                if self._proc is None or self._proc.poll() is not None:
-                    self._start()
-                try:
-                    socket.send_fds(self._control, [b"b"], [theirs.fileno()])
-                    break
-                except OSError:
-                    if attempt == 2:
-                        raise
-                    self._proc = None  # it died: start another
-        theirs.close()
+        try:
+            with self._lock:
+                for attempt in (1, 2):
+                    if self._proc is None or self._proc.poll() is not None:
+                        self._start()
+                    try:
+                        socket.send_fds(self._control, [b"b"], [theirs.fileno()])
+                        break
+                    except OSError:
+                        if attempt == 2:
+                            raise
+                        self._proc = None  # it died: start another
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
         return ours
 
     def _start(self) -> None:
@@ -67,7 +72,8 @@ class _Helper:
         self._proc = subprocess.Popen(
             [sys.executable, "-c", HELPER, str(helper_end.fileno())],
             pass_fds=[helper_end.fileno()], stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                filter(None, (PACKAGE_ROOT, os.environ.get("PYTHONPATH"))))})
         helper_end.close()
         self._control = server_end
 
