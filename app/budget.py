@@ -50,14 +50,15 @@ class Budget:
             self._buckets[client] = (min(capacity, tokens - amount), self.clock())
 
     @contextmanager
-    def spending_seconds(self, client: str, most: float):
-        """Take `most` seconds before the work, charge what it took after it."""
-        self.take(client, most)
+    def spending_seconds(self, client: str):
+        """Work that starts while the client has any of its seconds left and is charged the
+        seconds it took (a client overspends by at most the work it has running)."""
+        self.take(client, 0)
         started = self.clock()
         try:
             yield
         finally:
-            self.charge(client, self.clock() - started - most)
+            self.charge(client, self.clock() - started)
 
     def _tokens(self, client: str, capacity: float, rate: float) -> float:
         tokens, at = self._buckets.get(client, (capacity, self.clock()))

@@ -122,7 +122,7 @@ def view_body(wanted: GraphRequest, result, client: str, slot) -> bytes:
     body = cache.get(view)
     if body is None:
         layouts = current_app.extensions["torchbolt.layouts"]
-        with layouts.spending_seconds(client, limit("layout_seconds")), slot():
+        with layouts.spending_seconds(client), slot():
             laid = graph_view(compiled, wanted.stage, result, "auto", list(view.expanded))
         body = current_app.json.dumps(laid, separators=(",", ":")).encode("utf-8")
     if is_final(result):

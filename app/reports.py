@@ -49,7 +49,7 @@ def report(key: str):
     html = cache.get(key)
     if html is None:
         layouts = current_app.extensions["torchbolt.layouts"]
-        with layouts.spending_seconds(client_id(), limit("layout_seconds")), expensive_slot():
+        with layouts.spending_seconds(client_id()), expensive_slot():
             entry = stored(key)
             html = built_report(entry)
             if is_final(entry["result"]):

@@ -280,8 +280,8 @@ def first_status(sock: socket.socket) -> int:
 
 
 def test_status_answers_at_once_with_200_streams_open(extra_app):
-    """A live waitress server with 16 threads: 200 raw connections ask for a running job's
-    events and stay open; /api/status must still answer within a second."""
+    """A live waitress server with 16 threads: 200 raw connections (of 200 clients) ask for a
+    running job's events and stay open; /api/status must still answer within a second."""
     app = extra_app(THREADS=16, STREAMS_PER_CLIENT=1000)  # only the total cap protects
     server = make_server(app, "127.0.0.1", 0, threads=16)
     threading.Thread(target=server.run, daemon=True).start()
@@ -300,8 +300,9 @@ def test_status_answers_at_once_with_200_streams_open(extra_app):
         return time.perf_counter() - started
 
     try:
-        for _ in range(200):
-            sockets.append(socket.create_connection(("127.0.0.1", port)))
+        for i in range(200):  # one address each: a client may hold 16 connections
+            sockets.append(socket.create_connection(("127.0.0.1", port),
+                                                    source_address=(f"127.0.1.{1 + i}", 0)))
             sockets[-1].sendall(request)
         latencies.append(status_latency())  # while the 200 are being answered
         statuses = [first_status(s) for s in sockets]
