@@ -714,7 +714,8 @@ def test_a_gpu_series_says_when_the_power_cap_held_its_clock():
     capped = summarise([(1590, 686.0, 0x4), (1455, 684.0, 0x4), (1620, 690.0, 0x0)], 1980, 700)
     assert (capped["sm_mhz"], capped["power_w"]) == (1590, 686.0)
     assert abs(capped["power_capped_share"] - 2 / 3) < 1e-9
-    assert "1590 of its 1980 MHz" in capped["note"] and "700 W power cap" in capped["note"]
+    assert "1590 of 1980 MHz" in capped["note"] and "700 W power cap" in capped["note"]
+    assert "67 % of the samples" in capped["note"]
     free = summarise([(1980, 400.0, 0x0), (1965, 420.0, 0x4), (1970, 410.0, 0x0)], 1980, 700)
     assert free["note"] is None and free["sm_mhz"] == 1970
     assert summarise([], 1980, 700)["sm_mhz"] is None

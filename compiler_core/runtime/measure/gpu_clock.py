@@ -50,9 +50,11 @@ def summarise(samples: list[tuple[float, float, int]], max_mhz: float,
            "power_capped_share": capped, "hw_slowdown_share": slowed, "samples": len(samples),
            "note": None}
     if capped >= CAPPED_SHARE:
-        out["note"] = (f"the GPU ran at {sm:.0f} of its {max_mhz:.0f} MHz, held by its "
-                       f"{limit_w:.0f} W power cap ({power:.0f} W drawn): calls back to back run "
-                       "slower than under do_bench, whose memset between calls rests the GPU")
+        out["note"] = (f"the GPU's {limit_w:.0f} W power cap held its clock in "
+                       f"{100 * capped:.0f} % of the samples (median {sm:.0f} of {max_mhz:.0f} "
+                       f"MHz, {power:.0f} W drawn on NVML's average): a figure taken at another "
+                       "clock differs by as much (do_bench's memset between calls lets the clock "
+                       "rise: 1.06-1.07x on an H100's bf16 GEMM)")
     elif slowed >= CAPPED_SHARE:
         out["note"] = f"the GPU slowed itself (thermal or power brake) at {sm:.0f} MHz"
     return out
