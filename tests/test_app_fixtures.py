@@ -22,6 +22,11 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 @pytest.fixture(scope="session")
 def app(worker, tmp_path_factory):
+    # Many tests lay out graphs and upload logs from one address, as they submit (SUBMIT_BURST
+    # below): the per-client budgets of compiler_core/limits.py are raised for the session
+    # (tests/test_hostile_http_cost.py sets them back where it tests them).
+    for name in ("LAYOUT_SECONDS_PER_CLIENT", "UPLOAD_STORE_BYTES"):
+        os.environ.setdefault(f"TORCHBOLT_LIMIT_{name}", str(10**12))
     app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path_factory.mktemp("store")),
                       "WARM_FIRST_LESSON": False,  # tests that need it warm it themselves
                       "SUBMIT_BURST": 10_000,  # many tests submit from one address

@@ -23,6 +23,7 @@ import uuid
 import pytest
 
 from app.serving import make_server
+from compiler_core.limits import LIMITS
 from test_untrusted_live import StatusProbe, trace_entry
 from test_untrusted_requests import dense_result, graph_url, node, graph_result, stored
 
@@ -303,8 +304,10 @@ def store_bytes(app) -> int:
     return sum(os.path.getsize(path + s) for s in ("", "-wal") if os.path.exists(path + s))
 
 
-def test_uploads_spend_a_store_quota_per_client(app, server):
+def test_uploads_spend_a_store_quota_per_client(app, server, monkeypatch):
     """15 uploads of 2 MB from one client in a row were all stored; the store grew ~22 MB."""
+    monkeypatch.setenv("TORCHBOLT_LIMIT_UPLOAD_STORE_BYTES",
+                       str(LIMITS["upload_store_bytes"].default))
     before, answers = store_bytes(app), []
     for i in range(15):
         body, headers = upload_body(random_log(2, seed=i + 1000 * os.getpid()))
