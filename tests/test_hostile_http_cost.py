@@ -23,6 +23,7 @@ import uuid
 import pytest
 
 from app.serving import make_server
+from compiler_core.fairness import network_of
 from compiler_core.limits import LIMITS
 from test_untrusted_live import StatusProbe, trace_entry
 from test_untrusted_requests import dense_result, graph_url, node, graph_result, stored
@@ -396,3 +397,11 @@ def test_many_addresses_of_one_network_leave_room_for_a_new_client(app, server):
     refusal = next(i for i, s in enumerate(statuses) if s == 429)
     assert refusal % 2 == 1  # a second job of an address, never a first
     assert_refusal(429, refused_answer, 429, "queued_per_network", "127.0.0.0/24")
+
+
+def test_clients_count_in_their_24_or_64():
+    assert network_of("10.1.2.3") == network_of("10.1.2.250") == "10.1.2.0/24"
+    assert network_of("::ffff:10.1.2.3") == "10.1.2.0/24"
+    assert network_of("2001:db8:1:2:3::4") == network_of("2001:db8:1:2::9") == "2001:db8:1:2::/64"
+    assert network_of("2001:db8:1:3::9") != network_of("2001:db8:1:2::9")
+    assert network_of("torchbolt warm-up") == "torchbolt warm-up"
