@@ -84,9 +84,9 @@ def compress_result(result: dict) -> bytes:
 
 def _drop_until(texts: list, truncated: list, over_data: int, over_blob: int,
                 saving: float) -> float:
-    """Drop the largest texts left (taken off the end of `texts`) until their JSON covers `over_data`
-    bytes and their compressed size, times `saving`, `over_blob`; the compressed bytes
-    estimated saved."""
+    """Drop the largest texts left (taken off the end of `texts`) until their JSON covers
+    `over_data` bytes and their compressed size, times `saving`, `over_blob`; the compressed
+    bytes estimated saved."""
     saved_data = saved_blob = 0.0
     while texts and (saved_data < over_data or saved_blob < over_blob):
         size, holder, key, what = texts.pop()

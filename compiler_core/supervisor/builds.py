@@ -4,10 +4,11 @@ A job's records are hostile input within the record limits, and reading them int
 cost the server far more than they weigh: two output-code texts of 4 M empty lines (8 MB of
 records) took 4 s of CPU and 760 MB to read, in the server's process, under its GIL, once per
 poll. A server builds each partial and final result with `bounded_build` instead: a warm helper
-(a Python that has imported the result builder, no torch; `serve` below) forks one process per build, which runs under `build_seconds` of CPU time and `build_memory` of
-address space; the server waits for it at most `build_seconds` of wall-clock time. Whatever a
-build costs ends with its process, and the server's threads only send the records and read the
-result back. Past either limit the build gives a result without stages whose error names them.
+(a Python that has imported the result builder, no torch; `serve` below) forks one process
+per build, which runs under `build_seconds` of CPU time and `build_memory` of address space;
+the server waits for it at most `build_seconds` of wall-clock time. Whatever a build costs ends
+with its process, and the server's threads only send the records and read the result back.
+Past either limit the build gives a result without stages whose error names them.
 
 Each build gets a socket of its own, passed to the helper with the build's one-byte request
 (SCM_RIGHTS); the forked process reads the records from it and writes the result back, pickled

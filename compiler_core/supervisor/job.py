@@ -22,8 +22,8 @@ Records come from the job, so the job keeps at most `records_per_job` of them an
 `record_bytes_per_job` bytes (`compiler_core/limits.py`); past either, `over_limit` names the
 limit and the worker stops the job. A partial result is rebuilt at most every
 `REBUILD_FACTOR` times its last build's duration (and `MIN_REBUILD_S`), so polls never make the
-server rebuild a big result back to back, and one build at a time: a poll during a rebuild gets
-the partial result before it, and concurrent first polls wait for one build.
+server rebuild a big result back to back, and one build at a time: polls during a build wait
+for it and get what it built (never an older result under a newer version).
 
 `build(records, user_file, run)` makes the partial and final results (`build_result` in this
 process by default; a server passes one with a budget, `supervisor/builds.py`). Once its owner
@@ -121,9 +121,7 @@ class Job:
         cached = self._partial
         if cached is not None and time.monotonic() < self._rebuild_after:
             return cached[1]
-        if not self._building.acquire(blocking=cached is None):
-            return cached[1]  # another poll is rebuilding it
-        try:
+        with self._building:  # a poll during another's build waits for it, and shares it
             cached = self._partial
             if cached is not None and time.monotonic() < self._rebuild_after:
                 return cached[1]
@@ -137,11 +135,8 @@ class Job:
                 with self._lock:
                     if self._final_version is None:  # not released while it was built
                         self._partial = cached
-                self._rebuild_after = time.monotonic() + max(MIN_REBUILD_S,
-                                                             REBUILD_FACTOR * took)
+                self._rebuild_after = time.monotonic() + max(MIN_REBUILD_S, REBUILD_FACTOR * took)
             return cached[1]
-        finally:
-            self._building.release()
 
     def release(self) -> None:
         """Forget the records, the partial and the final result (their owner keeps the result
