@@ -16,7 +16,7 @@ import resource
 import threading
 import time
 
-from compiler_core import bounded_build
+from compiler_core import Options, bounded_build, empty_result
 from compiler_core.report.result import build_result
 from test_untrusted_live import FIND_RECORDS
 from test_untrusted_records import REAL, USER_FILE
@@ -278,3 +278,42 @@ def test_a_build_past_its_budget_says_which_limit(monkeypatch):
     assert time.monotonic() - started < 2
     assert result["error"]["type"] == "RecordLimit" and result["compiles"] == []
     assert "build_seconds" in result["error"]["message"] and result["stdout"] == "printed"
+
+
+class SlowBroker:
+    """What a web server asks of Redis when a followed run ends; saving a result takes
+    `delay` seconds (a big one compressed and sent)."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay, self.saved = delay, {}
+
+    def save_result(self, key, source, options, blob) -> None:
+        time.sleep(self.delay)
+        self.saved[key] = (source, options, blob)
+
+    def load_result(self, key):
+        return self.saved.get(key)
+
+    def release_leases(self, leases) -> None:
+        pass
+
+    def dispatch(self, env_id) -> None:
+        pass
+
+
+def test_the_fleet_follower_reads_on_while_a_result_is_stored():
+    """On the fleet the web server's one stream follower stored each result itself: a slow
+    store froze every run it followed (a tiny job took 297.8 s instead of 2.5 s)."""
+    from app.broker import BrokerManager
+    manager = BrokerManager(SlowBroker(2.0), per_client=2)
+    runs = [manager._watch(f"run{i}", f"key{i}", "source", Options()) for i in range(2)]
+    started = time.monotonic()
+    for run in runs:  # the follower applies each run's `result` entry in turn
+        manager._apply(run, "result", empty_result())
+    assert time.monotonic() - started < 1.0
+    deadline = time.monotonic() + 10
+    while not all(run.is_finished for run in runs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for run in runs:  # ended once stored, holding the key only
+        assert run.status == "done" and run.result is None
+        assert run.current_result() == empty_result()
