@@ -26,8 +26,7 @@ import io
 from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.wsgi import wrap_file
 
-from compiler_core import catalogue, get_example, list_examples
-from compiler_core.limits import limit
+from compiler_core import catalogue, get_example, limit, list_examples
 
 from .errors import ApiError
 from .graphview import (GraphRequest, cached_view, find_compile, parse_collapse, parse_expand,

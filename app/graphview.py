@@ -21,10 +21,8 @@ from typing import NamedTuple
 
 from flask import current_app
 
-from compiler_core import ErrorKind, GraphTooLarge, MalformedResult
+from compiler_core import ErrorKind, GraphTooLarge, MalformedResult, graph_expansion, limit
 from compiler_core import graph_view as engine_graph_view
-from compiler_core.limits import limit
-from compiler_core.present.graphview import graph_expansion
 
 from .errors import ApiError
 from .validate import loads_bounded

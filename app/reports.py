@@ -27,8 +27,7 @@ import threading
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from compiler_core import (MalformedResult, TraceError, engine_version, placeholder_source,
-                           read_trace_folder, report_html)
-from compiler_core.limits import limit
+                           limit, read_trace_folder, report_html)
 
 from .api import client_id, expensive_slot, manager, stored
 from .errors import ApiError

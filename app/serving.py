@@ -27,7 +27,7 @@ from waitress.buffers import ReadOnlyFileBasedBuffer
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
 
-from compiler_core.limits import limit
+from compiler_core import limit
 
 from .auth import is_loopback
 

@@ -15,6 +15,7 @@ side), and `cluster` (Redis). It never imports Flask. The CLI is `torchbolt run 
 
 # Running scripts: the worker, a job and its options, errors and limits.
 from .errors import ErrorKind
+from .limits import limit
 from .options import Options, OptionsError
 from .supervisor.builds import bounded_build
 from .supervisor.job import Job, empty_result
@@ -26,7 +27,7 @@ from .gallery import get_example, list_examples
 from .gallery.lessons import list_lessons
 from .gpu_gallery import list_examples as list_gpu_examples
 # Results: storing, indexing, graph views, static reports, uploaded TORCH_TRACE logs.
-from .present.graphview import GraphTooLarge, MalformedResult, graph_view
+from .present.graphview import GraphTooLarge, MalformedResult, graph_expansion, graph_view
 from .present.static_html import PAGE_ASSETS, report_html
 from .report.index import result_index, stage_part
 from .report.result import RESULT_VERSION
@@ -62,12 +63,12 @@ def capture_this_process(stream, user_file: str):
 __all__ = [
     # running scripts
     "ErrorKind", "Job", "Options", "OptionsError", "Worker", "capture_this_process",
-    "bounded_build", "empty_result", "engine_version", "sandbox_check",
+    "bounded_build", "empty_result", "engine_version", "limit", "sandbox_check",
     # what the engine offers
     "catalogue", "get_example", "list_examples", "list_gpu_examples", "list_lessons",
     # results
     "GraphTooLarge", "MalformedResult", "PAGE_ASSETS", "TraceError", "compress_result",
-    "graph_view", "placeholder_source", "read_trace_folder", "report_html", "result_index",
+    "graph_expansion", "graph_view", "placeholder_source", "read_trace_folder", "report_html", "result_index",
     "result_json", "stage_part",
     # serving
     "Broker", "BrokerDown", "FairQueue", "environment_id", "environment_identity", "redact_url",

@@ -36,7 +36,7 @@ function why(call) {
 
 const shown = (value) => (typeof value === "boolean" ? (value ? "True" : "False") : String(value));
 // The page's value of an option, named where the value alone would not say which option it is
-// ("default", "inductor"; "dynamic: auto", "fullgraph: False").
+// (a mode or a backend as it is; dynamic: auto, fullgraph: False).
 function pageValue(name, options) {
   const value = options?.[name];
   return typeof value === "boolean" || value === "auto" || value == null ? `${name}: ${shown(value ?? "unset")}` : value;
