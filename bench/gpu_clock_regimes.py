@@ -35,6 +35,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from gpu_reference import per_call_ms  # bench/ is this script's folder: the same per-call method
+
 M, K, N = 8192, 4096, 4096
 CALLS = 300
 ROUNDS = 6
@@ -75,26 +77,12 @@ class SmiSampler:
         self.proc.terminate()
 
 
-def per_call_ms(fn, calls: int, between=None) -> list[float]:
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-             for _ in range(calls)]
-    torch.cuda.synchronize()
-    for start, end in pairs:
-        if between:
-            between()
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in pairs]
-
-
 def regimes(flush, cycles_per_ms: float) -> dict:
     from triton.testing import do_bench
     gap = lambda: torch.cuda._sleep(int(0.3 * cycles_per_ms))  # noqa: E731
     return {
         "back_to_back": lambda fn: per_call_ms(fn, CALLS),
-        "do_bench": lambda fn: [do_bench(fn, return_mode="median")],
+        "do_bench": lambda fn: do_bench(fn, return_mode="median"),
         "flushed": lambda fn: per_call_ms(fn, CALLS, flush),
         "idle_gap": lambda fn: per_call_ms(fn, CALLS, gap),
     }
@@ -166,7 +154,7 @@ def main() -> None:
         for regime in order:
             for side, fn in (sides.items() if round_ % 2 == 0 else reversed(sides.items())):
                 t0 = time.monotonic()
-                figures[regime][side].append(statistics.median(table[regime](fn)))
+                figures[regime][side].append(table[regime](fn))
                 windows[regime][side].append((t0, time.monotonic()))
     time.sleep(0.2)
     betweens = {"back_to_back": None, "flushed": flush, "do_bench": flush,

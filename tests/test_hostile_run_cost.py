@@ -18,12 +18,13 @@ import time
 
 from compiler_core import Options, bounded_build, empty_result
 from compiler_core.report.result import build_result
-from test_untrusted_live import FIND_RECORDS
+from test_untrusted_live import FIND_RECORDS, StatusProbe
 from test_untrusted_records import REAL, USER_FILE
 
 pytest_plugins = ["test_app_fixtures"]
 
 _unique = itertools.count()
+OTHER_CLIENT = "127.0.0.99"  # the client asking /api/status beside the hostile one
 
 
 def rss_mb() -> float:
@@ -135,34 +136,6 @@ class Pollers:
             thread.join()
 
 
-class StatusProbe:
-    """Another client asking /api/status every 100 ms; `worst` is its slowest answer."""
-
-    def __init__(self, server: str, address: str = "127.0.0.99") -> None:
-        self.server, self.address = server, address
-        self.latencies: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.1):
-            status, _, took = call(self.server, "GET", "/api/status", address=self.address)
-            assert status == 200
-            self.latencies.append(took)
-
-    def __enter__(self) -> "StatusProbe":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    @property
-    def worst(self) -> float:
-        return max(self.latencies, default=0.0)
-
-
 BENIGN = "import torch\nprint(torch.compile(lambda x: x.sin() + 1)(torch.ones(4)).sum())\n"
 # 16 records of ~1 MB of JSON each that no feature reads: lists of short strings, which a
 # parsed record holds as one object each (~10x their JSON).
@@ -210,7 +183,7 @@ def test_a_finished_run_keeps_only_its_key(live_server):
 def measured_job(server: str, source: str, client: str, pollers: int = 5) -> dict:
     """A job polled by `pollers` other clients while another asks /api/status: the server's
     CPU, its RSS peak, the slowest poll and status answer."""
-    with Meter() as meter, StatusProbe(server) as probe:
+    with Meter() as meter, StatusProbe(server, OTHER_CLIENT) as probe:
         job_id = submit(server, source, client)
         with Pollers(server, job_id, pollers, 40) as polls:
             pass
@@ -250,7 +223,7 @@ def test_storing_a_big_result_stalls_no_one_else(live_server):
     attacker, other = "127.0.0.51", "127.0.0.52"
     alone = tiny_job_seconds(live_server, other, 60)
     job_id = submit(live_server, RANDOM_TEXTS, attacker)
-    with StatusProbe(live_server) as probe:
+    with StatusProbe(live_server, OTHER_CLIENT) as probe:
         beside = tiny_job_seconds(live_server, other, alone + 30)
     done = wait_done(live_server, job_id, attacker, 60)
     print(f"\ntiny job alone {alone:.1f} s, behind the big result {beside:.1f} s; "

@@ -26,33 +26,26 @@ import time
 from unittest import mock
 
 import pytest
-from test_scaleout import QUICK, Redis, spawn, wait_for
+from test_fleet_fairness import redis_server  # noqa: F401 (a fixture: one Redis per module)
+from test_scaleout import QUICK, spawn, wait_for
+from test_trust_boundary import without_bwrap
+from test_untrusted_live import FIND_RECORDS
 
 from compiler_core.cluster import protocol
 from compiler_core.supervisor.buildcache import script_key
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\r")  # ESC, BEL, the 8-bit CSI, carriage return
-FIND_RECORDS = """
-import base64, json, os, torch
-def _link(fd):
-    try:
-        return os.readlink(f'/proc/self/fd/{fd}')
-    except OSError:
-        return ''
-RECORDS = next(int(fd) for fd in os.listdir('/proc/self/fd') if _link(fd).endswith('records.jsonl'))
-def forge(name, payload=None, compile_id='0/0', **meta):
-    record = {'name': name, 'compile_id': compile_id, 't': 0, 'meta': meta, 'payload': payload}
-    os.write(RECORDS, json.dumps(record).encode() + b'\\n')
+FORGE_NOTES = FIND_RECORDS + """
+import base64
 def random_notes(count):  # 1 MB each that zlib cannot shrink much (base64 of random bytes)
     for i in range(count):
         forge('note', base64.b64encode(os.urandom(750_000)).decode(), None, text=str(i))
-torch.compile(lambda x: x + 1)(torch.ones(2))
 """
 
 
 def hostile(tag: str, body: str) -> str:
-    return f"# hostile {tag} {time.time()}\n{FIND_RECORDS}\n{textwrap.dedent(body)}\n"
+    return f"# hostile {tag} {time.time()}\n{FORGE_NOTES}\n{textwrap.dedent(body)}\n"
 
 
 # -- item 8: the CLI, the build cache, the notebook
@@ -101,18 +94,6 @@ def test_a_scripts_build_cache_is_pruned_when_it_passed_the_disk_limit(tmp_path,
     assert tree_bytes(str(folder)) < 32 << 20
 
 
-def without_bwrap(tmp_path) -> dict:
-    """An environment whose PATH has every tool but bwrap: the sandbox is missing (as in
-    test_trust_boundary.py)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for folder in os.environ["PATH"].split(os.pathsep):
-        for name in os.listdir(folder) if os.path.isdir(folder) else []:
-            if name != "bwrap" and not (bin_dir / name).exists():
-                (bin_dir / name).symlink_to(os.path.join(folder, name))
-    return {**os.environ, "PATH": str(bin_dir)}
-
-
 NOTEBOOK = """
 import sys
 from IPython.core.interactiveshell import InteractiveShell
@@ -141,15 +122,6 @@ def test_a_notebook_cell_without_the_sandbox_refuses_unless_told_unsafe(tmp_path
 
 
 # -- item 9: the fleet's Redis
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory):
-    redis = Redis(str(tmp_path_factory.mktemp("surfaces")))
-    redis.start()
-    yield redis
-    redis.proc.kill()
-    redis.proc.wait()
-
 
 @pytest.fixture(scope="module")
 def fleet(redis_server, tmp_path_factory):

@@ -43,10 +43,13 @@ def hostile(body: str) -> str:
 
 
 class StatusProbe:
-    """Asks the live server for /api/status every 50 ms on a thread; `worst` is the slowest."""
+    """Asks the live server for /api/status every 50 ms on a thread; `worst` is the slowest.
+    `address`: the loopback address it asks from (a client of its own, apart from per-client
+    limits), else the system's choice."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, address: str | None = None):
         self.host, self.port = url.removeprefix("http://").split(":")
+        self.source = (address, 0) if address else None
         self.latencies: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -54,7 +57,8 @@ class StatusProbe:
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            conn = http.client.HTTPConnection(self.host, int(self.port), timeout=30)
+            conn = http.client.HTTPConnection(self.host, int(self.port), timeout=30,
+                                              source_address=self.source)
             conn.request("GET", "/api/status")
             assert conn.getresponse().status == 200
             conn.close()
