@@ -16,7 +16,8 @@ Fair to every client across the fleet (clients told apart by peer address, as be
 client's `per_client` live submits are leases in Redis, shared by all web servers
 (compiler_core/cluster/leases.py: this server renews the leases of the submits it serves and
 releases them when they end or are cancelled), and runs wait in a round-robin queue per
-environment that feeds RQ one run per free slot (compiler_core/cluster/fairness.py).
+environment that feeds RQ one run per free slot (compiler_core/cluster/fairness.py), admitted
+by the embedded queue's rule (at most `max_queued` per environment, per /24 or /64 network).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import time
 import uuid
 from collections import OrderedDict
 
-from compiler_core import Broker, BrokerDown, Options, compress_result, environment_identity
+from compiler_core import (Broker, BrokerDown, Options, QueueRefused, compress_result,
+                           environment_identity)
 
 from .errors import ApiError
 from .jobs import Handle, Run
@@ -141,7 +143,12 @@ class BrokerManager(JobManager):
         return lease_id
 
     def enqueue(self, key, source, options, client, env_id) -> Run:
-        run_id, position = self.broker.start_run(key, source, options.to_dict(), env_id, client)
+        try:
+            run_id, position = self.broker.start_run(key, source, options.to_dict(), env_id,
+                                                     client, self.max_queued)
+        except QueueRefused as refused:  # compiler_core/fairness.py's admission, in Redis
+            raise ApiError(refused.status, refused.message, headers={"Retry-After": "30"}) \
+                from None
         run = self._watch(run_id, key, source, options, env_id)
         run.emit({"type": "status", "status": "queued", "position": position})
         return run

@@ -38,7 +38,7 @@ from .supervisor.uploads import TraceError, read_trace_folder
 from .cluster.client import Broker, BrokerDown
 from .cluster.protocol import environment_id, environment_identity
 from .cluster.protocol import redact as redact_url
-from .fairness import FairQueue
+from .fairness import FairQueue, QueueRefused
 # The notebook extension (`%load_ext torchbolt`).
 from .notebook import load_ipython_extension, unload_ipython_extension
 
@@ -71,7 +71,8 @@ __all__ = [
     "graph_expansion", "graph_view", "placeholder_source", "read_trace_folder", "report_html", "result_index",
     "result_json", "stage_part",
     # serving
-    "Broker", "BrokerDown", "FairQueue", "environment_id", "environment_identity", "redact_url",
+    "Broker", "BrokerDown", "FairQueue", "QueueRefused", "environment_id", "environment_identity",
+    "redact_url",
     # notebook
     "load_ipython_extension", "unload_ipython_extension",
 ]

@@ -29,7 +29,6 @@ import bisect
 import ipaddress
 import itertools
 import threading
-from collections import Counter
 
 from .limits import limit
 
@@ -59,6 +58,15 @@ def network_of(client: str) -> str:
     return str(ipaddress.ip_network(f"{address}/{prefix}", strict=False))
 
 
+class QueueRefused(Exception):
+    """A run the queue did not take (`admission_refusal`'s answer): `status` (HTTP) and
+    `message`, which names the rule."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
 def admission_refusal(client_queued: int, network_queued: int, network: str, queued: int,
                       max_queued: int) -> tuple[int, str] | None:
     """(HTTP status, message) refusing a client's new run, or None to queue it; from the runs
@@ -76,6 +84,15 @@ def admission_refusal(client_queued: int, network_queued: int, network: str, que
                      "places are kept for clients with nothing queued (the queue_kept_for_new "
                      "limit): wait until your queued job starts")
     return None
+
+
+def refusal_among(queued_by: list[str], client: str, max_queued: int) -> tuple[int, str] | None:
+    """`admission_refusal` for `client`'s new run, from the clients of the runs queued now
+    (one entry per run)."""
+    network = network_of(client)
+    in_network = sum(network_of(other) == network for other in queued_by)
+    return admission_refusal(queued_by.count(client), in_network, network, len(queued_by),
+                             max_queued)
 
 
 class FairQueue:
@@ -130,12 +147,9 @@ class FairQueue:
 
     def refusal(self, client: str, max_queued: int) -> tuple[int, str] | None:
         """Why `client` may not queue a run now (`admission_refusal`), or None."""
-        network = network_of(client)
         with self._ready:
-            clients = Counter(queued_by for _, _, queued_by in self._waiting)
-            in_network = sum(n for other, n in clients.items() if network_of(other) == network)
-            return admission_refusal(clients[client], in_network, network, len(self._waiting),
-                                     max_queued)
+            return refusal_among([queued_by for _, _, queued_by in self._waiting], client,
+                                 max_queued)
 
     def _next_round(self, client: str) -> int:
         return round_for(self._round, self._latest.get(client))

@@ -20,7 +20,7 @@ import pytest
 from test_scaleout import QUICK, Redis, script, spawn, wait_for
 
 from app import create_app
-from app.manager import limit_reached
+from app.manager import MAX_QUEUED, limit_reached
 from app.serving import make_server
 from compiler_core import FairQueue
 from compiler_core.cluster import fairness, leases, protocol
@@ -157,7 +157,7 @@ def queue_run(conn, env_id: str, run_id: str, client: str) -> int:
     conn.xadd(protocol.run_key(run_id), protocol.entry("queued", {
         "key": f"key-{run_id}", "source": "pass", "options": {"timeout": 10},
         "env_id": env_id}))
-    return fairness.push(conn, env_id, run_id, client)
+    return fairness.push(conn, env_id, run_id, client, MAX_QUEUED)
 
 
 def take_from_rq(conn, env_id: str) -> list[str]:

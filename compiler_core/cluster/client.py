@@ -14,6 +14,7 @@ import time
 import uuid
 
 from ..errors import ErrorKind
+from ..fairness import QueueRefused
 from ..supervisor.job import empty_result
 from . import fairness, leases, protocol
 from .reaper import reap
@@ -75,16 +76,22 @@ class Broker:
                 protocol.cancel_key(run_id))
             return run_id if live else None
 
-    def start_run(self, key: str, source: str, options: dict, env_id: str,
-                  client: str) -> tuple[str, int]:
+    def start_run(self, key: str, source: str, options: dict, env_id: str, client: str,
+                  max_queued: int) -> tuple[str, int]:
         """Queue a new run of `key` for `client` on `env_id`'s fair queue, and send runs on
-        to RQ if slots are free. Returns (run id, its queue position: 1 = next)."""
+        to RQ if slots are free. Returns (run id, its queue position: 1 = next);
+        `QueueRefused` when the queue's admission refuses it."""
         run_id = uuid.uuid4().hex
         with self._reachable():
             self.conn.xadd(protocol.run_key(run_id), protocol.entry("queued", {
                 "key": key, "source": source, "options": options, "env_id": env_id}))
             self.conn.expire(protocol.run_key(run_id), protocol.RUN_TTL_S)
-            ahead = fairness.push(self.conn, env_id, run_id, client) + self._in_rq(env_id)
+            try:
+                ahead = fairness.push(self.conn, env_id, run_id, client, max_queued)
+            except QueueRefused:
+                self.conn.delete(protocol.run_key(run_id))
+                raise
+            ahead += self._in_rq(env_id)
             self.conn.set(protocol.active_key(key), run_id, ex=protocol.RUN_TTL_S)
             fairness.dispatch(self.conn, env_id)
         return run_id, ahead + 1

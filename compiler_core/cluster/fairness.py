@@ -7,12 +7,16 @@ same one that serves one web server's runner threads; this module only keeps its
 
     torchbolt:fair:ENV          a hash: `round` (the round of the run sent last), `seq` (runs
                                 queued so far), `client:C` (the round of C's latest run),
-                                `run:R` (R's member in `waiting`)
+                                `run:R` (R's member in `waiting`), `by:R` (R's client)
     torchbolt:fair:ENV:waiting  runs waiting: score = their round, member = "SEQ:RUN"
     torchbolt:fair:ENV:sent     runs sent to RQ and not ended: score = deadline (Redis's clock)
 
 A sorted set orders by score, then by member as text: with the score `order_key`'s round and the
 member starting with its zero-padded SEQ, its order is `order_key`'s.
+
+Admission is that module's rule too (`refusal_among`, from the clients of the waiting runs):
+`push` checks it in the transaction that queues, so two web servers cannot both take the last
+place, and a refused run raises `QueueRefused` naming the rule.
 
 Crash-safe by construction: each change is one WATCH/MULTI transaction (redis-py retries it when
 another process changed the queue meanwhile), and the hand-over moves the run to `sent` and
@@ -24,7 +28,7 @@ holds a `result` (from its slot, the reaper or a cancel), its stream is gone, or
 
 from __future__ import annotations
 
-from ..fairness import order_key, round_for
+from ..fairness import QueueRefused, order_key, refusal_among, round_for
 from . import protocol
 from .reaper import enqueue, job_timeout, live_slots
 
@@ -33,20 +37,26 @@ def _keys(env_id: str) -> list[str]:
     return [protocol.fair_key(env_id), protocol.fair_key(env_id, "waiting")]
 
 
-def push(conn, env_id: str, run_id: str, client: str) -> int:
+def push(conn, env_id: str, run_id: str, client: str, max_queued: int) -> int:
     """Queue a run (its stream's first entry says what to run); returns how many runs of this
-    environment wait ahead of it now."""
+    environment wait ahead of it now. `QueueRefused` when admission refuses it (at most
+    `max_queued` wait)."""
     state, waiting = _keys(env_id)
     client_field = f"client:{client}"
 
     def queue(pipe) -> None:
+        queued_by = [v.decode() for k, v in pipe.hgetall(state).items() if k.startswith(b"by:")]
+        refusal = refusal_among(queued_by, client, max_queued)
+        if refusal:
+            raise QueueRefused(*refusal)
         current, latest, seq = pipe.hmget(state, "round", client_field, "seq")
         round_ = round_for(int(current or 0), None if latest is None else int(latest))
         seq = int(seq or 0) + 1
         score, tie = order_key(round_, seq)
         member = f"{tie:012d}:{run_id}"
         pipe.multi()
-        pipe.hset(state, mapping={"seq": seq, client_field: round_, f"run:{run_id}": member})
+        pipe.hset(state, mapping={"seq": seq, client_field: round_, f"run:{run_id}": member,
+                                  f"by:{run_id}": client})
         pipe.zadd(waiting, {member: score})
         pipe.expire(state, protocol.RUN_TTL_S)
         pipe.expire(waiting, protocol.RUN_TTL_S)
@@ -64,7 +74,7 @@ def remove(conn, env_id: str, run_id: str) -> bool:
         member = pipe.hget(state, run_field)
         pipe.multi()
         if member is not None:
-            pipe.hdel(state, run_field)
+            pipe.hdel(state, run_field, f"by:{run_id}")
             pipe.zrem(waiting, member)
         return member is not None
 
@@ -104,7 +114,7 @@ def _send_next(conn, env_id: str) -> bool:
                 if ended:
                     pipe.zrem(sent, *ended)
                 pipe.zrem(waiting, member)
-                pipe.hdel(state, f"run:{run_id}")
+                pipe.hdel(state, f"run:{run_id}", f"by:{run_id}")
                 pipe.hset(state, "round", int(round_))
                 if origin is not None:  # else its stream is gone (expired): nothing to run
                     pipe.zadd(sent, {run_id: now + job_timeout(origin["options"])})
