@@ -30,8 +30,8 @@ import time
 import uuid
 from collections import OrderedDict
 
-from compiler_core import (Broker, BrokerDown, Options, QueueRefused, compress_result,
-                           environment_identity)
+from compiler_core import (Broker, BrokerDown, Options, QueueRefused, StoreFull,
+                           compress_result, environment_identity)
 
 from .errors import ApiError
 from .jobs import Handle, Run
@@ -261,10 +261,14 @@ class BrokerManager(JobManager):
             self.broker.release_leases([(h.client, h.id) for h in run.live_handles()])
 
     def keep(self, run: Run, result: dict) -> bool:
-        """With Redis down the result is kept in this server's memory only (`RedisStore`,
-        and the run itself)."""
+        """With Redis down, or its store full of results in use, the result is kept in this
+        server's memory only (`RedisStore`, and the run itself); the latter says so."""
         try:
             return super().keep(run, result)
+        except StoreFull as full:
+            result.setdefault("truncated", []).append({"limit": "fleet_store_bytes",
+                                                       "message": str(full)})
+            return False
         except BrokerDown:
             return False
 

@@ -35,7 +35,7 @@ from .report.stored import compress_result, result_json
 from .report.trace_log import placeholder_source
 from .supervisor.uploads import TraceError, read_trace_folder
 # Serving: fair turns between clients, and the Redis scale-out.
-from .cluster.client import Broker, BrokerDown
+from .cluster.client import Broker, BrokerDown, StoreFull
 from .cluster.protocol import environment_id, environment_identity
 from .cluster.protocol import redact as redact_url
 from .fairness import FairQueue, QueueRefused
@@ -71,8 +71,8 @@ __all__ = [
     "graph_expansion", "graph_view", "placeholder_source", "read_trace_folder", "report_html", "result_index",
     "result_json", "stage_part",
     # serving
-    "Broker", "BrokerDown", "FairQueue", "QueueRefused", "environment_id", "environment_identity",
-    "redact_url",
+    "Broker", "BrokerDown", "FairQueue", "QueueRefused", "StoreFull", "environment_id",
+    "environment_identity", "redact_url",
     # notebook
     "load_ipython_extension", "unload_ipython_extension",
 ]

@@ -86,6 +86,9 @@ TABLE = (
           "queued jobs of one /24 (IPv4) or /64 (IPv6) past which its clients queue only a first"),
     Limit("queue_kept_for_new", 16, "jobs",
           "the job queue's last places, kept for clients with nothing queued"),
+    Limit("fleet_store_bytes", 1024 * MiB, "bytes",
+          "the fleet's shared results store in Redis; past it the least recently used results "
+          "go, never one used within the hour (else a new result is not stored)"),
 )
 LIMITS = {limit.name: limit for limit in TABLE}
 

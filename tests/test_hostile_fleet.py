@@ -15,6 +15,8 @@ RQ is never taken, so every other run waits in the fair queue and nothing runs.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import http.client
 import json
 import os
@@ -26,6 +28,7 @@ import pytest
 from test_fleet_fairness import redis_server  # noqa: F401 (a fixture: one Redis per module)
 from test_hostile_http_cost import assert_refusal, rss_mb
 
+from compiler_core import BrokerDown
 from compiler_core.cluster import protocol
 
 ENV = "hostile-env"
@@ -146,3 +149,100 @@ def test_the_fleet_queue_holds_at_most_max_queued_runs(fleet_web):
           f"max_queued {max_queued}), refused {sorted(set(statuses) - {202})}")
     assert queued <= max_queued and set(statuses) == {202, 503}, (queued, set(statuses))
     assert_refusal(503, refusals[503], 503, "queue is full")
+
+
+# -- the shared results store
+
+@pytest.fixture
+def store_broker(redis_server, monkeypatch):
+    """A `Broker` on database 2 of the server (emptied), its store bounded at 8 MiB."""
+    from compiler_core import Broker
+    monkeypatch.setenv("TORCHBOLT_LIMIT_FLEET_STORE_BYTES", str(8 * MB))
+    broker = Broker(redis_server.url.rsplit("/", 1)[0] + "/2")
+    broker.conn.flushdb()
+    yield broker
+    broker.conn.flushdb()
+
+
+def blob(i: int) -> bytes:
+    """A compressed result of 1 MiB that no one could compress further."""
+    return os.urandom(MB - 64) + f"{i:064d}".encode()
+
+
+def test_the_fleet_store_is_bounded_least_recently_used_first(store_broker, monkeypatch):
+    """A client's 32 distinct results of 1 MiB each grew Redis by 32 MB, without end (before:
+    no bound, results never expired). Bounded at 8 MiB: the least recently used results go
+    first, and one read meanwhile stays."""
+    monkeypatch.setattr("compiler_core.cluster.store.IN_USE_S", 0.0, raising=False)  # no
+    # result is in use: every one may go
+    conn = store_broker.conn
+    memory = conn.info("memory")["used_memory"]
+    keys = [f"{i:020x}" for i in range(32)]
+    for i, key in enumerate(keys):
+        store_broker.save_result(key, "pass\n", {"tag": i}, blob(i))
+        if i >= 2:
+            assert store_broker.load_result(keys[0]) is not None, i  # read: recently used
+    grown = conn.info("memory")["used_memory"] - memory
+    kept = [key for key in keys if store_broker.load_result(key) is not None]
+    counted = int(conn.hget("torchbolt:results:bytes", "*"))
+    print(f"32 results of 1 MiB: Redis +{grown / MB:.1f} MB, {len(kept)} kept "
+          f"({counted / MB:.1f} MB counted)")
+    assert counted <= 8 * MB and grown < 12 * MB, (counted, grown)  # Redis's own overhead
+    assert keys[0] in kept and keys[1] not in kept and keys[-1] in kept, kept
+    assert kept == [keys[0], *keys[-len(kept) + 1:]]  # the most recent ones, and the one read
+
+
+def test_a_result_in_use_is_never_evicted_and_a_new_one_is_refused_typed(store_broker):
+    """Every stored result was used within the hour a job handle lives (a handle holds only
+    its key): none is evicted, and a new result past the bound is a typed `StoreFull` naming
+    the limit."""
+    keys = [f"{i:020x}" for i in range(9)]
+    refused = None
+    for i, key in enumerate(keys):
+        try:
+            store_broker.save_result(key, "pass\n", {"tag": i}, blob(i))
+        except BrokerDown as exc:
+            refused = refused or (i, type(exc).__name__, str(exc))
+    kept = [key for key in keys if store_broker.load_result(key) is not None]
+    assert refused and refused[1] == "StoreFull" and "fleet_store_bytes" in refused[2], refused
+    assert kept == keys[:refused[0]] and len(kept) >= 7, (kept, refused)
+
+
+def test_a_job_whose_result_the_full_store_refused_still_answers(fleet_web, monkeypatch):
+    """The store full of results in use: a finished run's result is not stored, yet its job
+    answers it (from the web server that followed the run), and the result says why it was
+    not stored."""
+    port, conn, app = fleet_web
+    broker = app.extensions["torchbolt.jobs"].broker
+    monkeypatch.setenv("TORCHBOLT_LIMIT_FLEET_STORE_BYTES", str(4 * MB))
+    for i in range(4):
+        with contextlib.suppress(BrokerDown):
+            broker.save_result(f"{i:020x}", "pass\n", {}, blob(i))
+    status, answer, _ = submit(port, "127.0.3.1", "refused by the store")
+    assert status == 202, answer
+    job = answer["job"]
+    run_id = json.loads(conn.get(protocol.handle_key(job)))["run"]
+    key = protocol.run_origin(conn, run_id)["key"]
+    stdout = base64.b64encode(os.urandom(2 * MB)).decode()  # ~2 MB compressed: no room left
+    protocol.end_run(conn, run_id, key, {"error": None, "stdout": stdout, "truncated": []})
+    done = wait_finished(port, "127.0.3.1", job)
+    for i in range(4):
+        conn.delete(protocol.result_key(f"{i:020x}"))
+    assert done["status"] == "done" and done["result"]["stdout"] == stdout, done["status"]
+    notes = [t for t in done["result"]["truncated"] if t["limit"] == "fleet_store_bytes"]
+    assert notes and "not stored" in notes[0]["message"], done["result"]["truncated"]
+    assert broker.load_result(key) is None
+
+
+def wait_finished(port: int, address: str, job: str, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30,
+                                          source_address=(address, 0))
+        conn.request("GET", f"/api/jobs/{job}")
+        answer = json.loads(conn.getresponse().read())
+        conn.close()
+        if answer.get("status") in ("done", "failed"):
+            return answer
+        time.sleep(0.2)
+    raise AssertionError(f"job {job} did not end within {timeout} s")

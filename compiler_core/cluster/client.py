@@ -10,18 +10,22 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import time
 import uuid
 
 from ..errors import ErrorKind
 from ..fairness import QueueRefused
 from ..supervisor.job import empty_result
-from . import fairness, leases, protocol
+from ..limits import limit
+from . import fairness, leases, protocol, store
 from .reaper import reap
 
 
 class BrokerDown(RuntimeError):
     """Redis cannot take a command now (down, restarting, loading its data, or full)."""
+
+
+class StoreFull(BrokerDown):
+    """The shared results store refused a result: its bound is taken by results in use."""
 
 
 class Broker:
@@ -155,25 +159,29 @@ class Broker:
         with self._reachable():
             self.conn.set(protocol.handle_key(handle_id), json.dumps(meta),
                           ex=protocol.HANDLE_TTL_S)
+            store.touch(self.conn, meta["key"])  # the handle reads its stored result
 
     def load_handle(self, handle_id: str) -> dict | None:
         with self._reachable():
             meta = self.conn.get(protocol.handle_key(handle_id))
         return json.loads(meta) if meta else None
 
-    # -- the shared store (as app/store.py's SQLite rows: zlib-compressed JSON results)
+    # -- the shared store (as app/store.py's SQLite rows: zlib-compressed JSON results),
+    # bounded (store.py)
     def save_result(self, key: str, source: str, options: dict, blob: bytes) -> None:
+        """Store a row; `StoreFull` when the results in use leave it no room."""
         with self._reachable():
-            self.conn.hset(protocol.result_key(key), mapping={
-                "source": source, "options": json.dumps(options), "result": blob,
-                "created": time.time()})
+            saved = store.save(self.conn, key, source, options, blob)
+        if not saved:
+            raise StoreFull(
+                f"this result was not stored: the fleet's shared store is at its bound "
+                f"({limit('fleet_store_bytes') / 2**20:g} MiB, the fleet_store_bytes limit) "
+                "with results used within the last hour; the job's page shows it, its share "
+                "link will not open it")
 
     def load_result(self, key: str) -> tuple[str, dict, bytes] | None:
         """(source, options, compressed result) or None."""
         with self._reachable():
-            row = self.conn.hmget(protocol.result_key(key), "source", "options", "result")
-        if row[2] is None:
-            return None
-        return row[0].decode(), json.loads(row[1]), row[2]
+            return store.load(self.conn, key)
 
 
