@@ -5,6 +5,8 @@
 - DATA_DIR: the share store (env TORCHBOLT_DATA, default ./var);
 - WORKERS: warm compile workers (default 1; 0 serves stored results only); SANDBOX: passed to
   each `Worker(sandbox=...)` when not None (None: the engine sandboxes jobs when it can);
+- ENVIRONMENTS: other Pythons (venvs with another torch) whose workers run jobs beside the
+  server's own, WORKERS each (`torchbolt serve --environment PYTHON`; the page's picker);
 - BROKER: None (the embedded default: in-process queue, SQLite), or redis://HOST:PORT/DB: jobs,
   live records and results go through Redis to worker hosts (app/broker.py); WORKERS then only
   says how many worker slots `python -m app` starts beside the server;
@@ -62,7 +64,7 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
         MAX_CONTENT_LENGTH=1024 * 1024, TRACE_MAX_BYTES=64 * 1024 * 1024, HEAVY_PER_CLIENT=2,
         GRAPH_CACHE_BYTES=64 * 1024 * 1024, REPORT_CACHE_BYTES=64 * 1024 * 1024,
         ALLOWED_HOSTS=(), SUBMITS_PER_MINUTE=30, SUBMIT_BURST=10,
-        RESULT_CACHE_BYTES=128 * 1024 * 1024,
+        RESULT_CACHE_BYTES=128 * 1024 * 1024, ENVIRONMENTS=(),
     )
     app.config.update(test_config or {})
     app.json.sort_keys = False
@@ -105,8 +107,9 @@ def _manager(config, workers: list[Worker] | None) -> JobManager:
                              cache_bytes=config["RESULT_CACHE_BYTES"])
     if workers is None:
         sandbox = config["SANDBOX"]
-        workers = [Worker() if sandbox is None else Worker(sandbox=sandbox)
-                   for _ in range(config["WORKERS"])]
+        workers = [Worker(python=python) if sandbox is None
+                   else Worker(sandbox=sandbox, python=python)
+                   for python in (None, *config["ENVIRONMENTS"]) for _ in range(config["WORKERS"])]
     warm = tuple(example.source for _, example in list_lessons()[:1]
                  if config["WARM_FIRST_LESSON"])
     return JobManager(Store(config["DATA_DIR"]), workers, config["JOBS_PER_CLIENT"], warm=warm,

@@ -37,6 +37,10 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m app") -> ar
     parser.add_argument("--broker", default=os.environ.get("TORCHBOLT_BROKER"),
                         help="redis://[:PASSWORD@]HOST:PORT/DB: share jobs and results with "
                              "other servers and worker hosts (default $TORCHBOLT_BROKER)")
+    parser.add_argument("--environment", action="append", default=[], metavar="PYTHON",
+                        help="also run jobs in another Python environment (a venv with another "
+                             "torch; `scripts/setup.sh --torch VERSION` builds one): --workers "
+                             "workers in it, picked on the page (repeatable)")
     parser.add_argument("--threads", type=int, default=48, help="HTTP threads (default 48)")
     parser.add_argument("--token", help="access token (default beyond loopback: a random one)")
     parser.add_argument("--max-timeout", type=float, default=120.0, metavar="S",
@@ -52,6 +56,12 @@ def parse_args(argv: list[str] | None = None, prog: str = "python -m app") -> ar
         parser.error("--max-timeout must be between 1 and 600 seconds")
     if args.token is not None and not args.token.strip():
         parser.error("--token must not be empty")
+    for python in args.environment:
+        if not os.access(python, os.X_OK):
+            parser.error(f"--environment {python}: not an executable Python")
+    if args.environment and args.broker:
+        parser.error("--environment runs local workers; with --broker, start a worker host "
+                     "from each environment instead (README, Scale out)")
     if args.threads < 9:
         parser.error("--threads must be at least 9 (8 are kept from event streams)")
     return args
@@ -75,6 +85,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m app") -> None:
     token = args.token or (None if is_loopback(args.host) else shared_token(args.broker))
     config = {"WORKERS": args.workers, "TOKEN": token, "THREADS": args.threads,
               "MAX_TIMEOUT": args.max_timeout, "BROKER": args.broker,
+              "ENVIRONMENTS": tuple(args.environment),
               "SANDBOX": False if args.unsafe_no_sandbox else args.require_sandbox or None}
     if args.data_dir:
         config["DATA_DIR"] = args.data_dir

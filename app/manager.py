@@ -44,6 +44,34 @@ WARM_CLIENT = "torchbolt warm-up"
 log = logging.getLogger("torchbolt.manager")
 
 
+class Pool:
+    """The workers of one Python environment (`Worker.python`), their fair queue, and the
+    environment their first worker's probe reported. The first pool is the server's own Python;
+    others come from `torchbolt serve --environment PYTHON`."""
+
+    def __init__(self, workers: list[Worker]):
+        self.workers = workers
+        self.queue = FairQueue()
+        self.environment: dict = {}
+
+    @property
+    def id(self) -> str | None:
+        """Its environment id, once the probe has run (None before: not listed, not chosen)."""
+        return environment_id(self.environment) if "device" in self.environment else None
+
+    def listing(self) -> dict:
+        return {"id": self.id, **environment_identity(self.environment),
+                "workers": len(self.workers)}
+
+
+def pools_of(workers: list[Worker]) -> list[Pool]:
+    """One pool per Python the workers run, in the order first met."""
+    by_python: dict[str | None, list[Worker]] = {}
+    for worker in workers:
+        by_python.setdefault(getattr(worker, "python", None), []).append(worker)
+    return [Pool(group) for group in by_python.values()]
+
+
 def cancelled(message: str) -> dict:
     return empty_result(ErrorKind.CANCELLED.error(message))
 
@@ -63,8 +91,8 @@ class JobManager:
         self.environment: dict = {"torch": version["torch"]}
         self.per_client, self.max_queued = per_client, max_queued
         self._workers = workers
+        self._pools = pools_of(workers)
         self._warm = warm  # sources run once the workers are ready, unless already stored
-        self._queue = FairQueue()
         self._handles: dict[str, Handle] = {}
         self._active: dict[str, Run] = {}  # content key -> queued or running run
         # Guards the handles and active runs (a scale-out manager's followed runs too); re-entrant
@@ -73,10 +101,11 @@ class JobManager:
 
     def start(self) -> "JobManager":
         """Start the workers and their runner threads; returns at once (warm-up is ~15 s)."""
-        for index, worker in enumerate(self._workers):
-            worker.start()
-            threading.Thread(target=self._runner, args=(worker, index == 0), daemon=True,
-                             name=f"torchbolt-runner-{index}").start()
+        for number, pool in enumerate(self._pools):
+            for index, worker in enumerate(pool.workers):
+                worker.start()
+                threading.Thread(target=self._runner, args=(pool, worker, index == 0),
+                                 daemon=True, name=f"torchbolt-runner-{number}.{index}").start()
         return self
 
     def wait_ready(self) -> None:
@@ -118,10 +147,19 @@ class JobManager:
         """(environment id, engine string of the content key) a submit runs in."""
         if not self._workers:
             raise ApiError(503, "this server has no compile workers (read-only mode)")
-        ours = [env["id"] for env in self.environments()]
-        if requested is not None and requested not in ours:
+        pool = self._pool(requested)
+        if requested is not None and pool is None:
             raise ApiError(400, f"unknown environment {requested!r}; GET /api/status lists them")
-        return requested, self.engine
+        if pool is None or pool is self._pools[0]:
+            return requested, self.engine
+        engine = {"torch": pool.environment["torch"], "result": json.loads(self.engine)["result"]}
+        return requested, json.dumps(engine, sort_keys=True)  # engine_version's, in its torch
+
+    def _pool(self, env_id: str | None) -> Pool | None:
+        """The pool of an environment id (None: the server's own, the first)."""
+        if env_id is None:
+            return self._pools[0] if self._pools else None
+        return next((pool for pool in self._pools if pool.id == env_id), None)
 
     def joinable(self, key: str) -> Run | None:
         """The run a submit of `key` joins: queued or running, not being cancelled."""
@@ -131,21 +169,19 @@ class JobManager:
     def enqueue(self, key: str, source: str, options: Options, client: str,
                 env_id: str | None) -> Run:
         """A new run of `key`, queued for `client`'s turn (told `queued` with its place)."""
-        refusal = self._queue.refusal(client, self.max_queued)  # compiler_core/fairness.py
+        queue = self._pool(env_id).queue
+        refusal = queue.refusal(client, self.max_queued)  # compiler_core/fairness.py
         if refusal:
             raise ApiError(*refusal, headers={"Retry-After": "30"})
         run = Run(key, source, options)
-        run.emit({"type": "status", "status": "queued",
-                  "position": self._queue.position_for(client)})
-        self._queue.put(client, run)
+        run.emit({"type": "status", "status": "queued", "position": queue.position_for(client)})
+        queue.put(client, run)
         return run
 
     def environments(self) -> list[dict]:
-        """The one environment of this server's workers, once the probe has run."""
-        if not self._workers or "device" not in self.environment:
-            return []
-        return [{"id": environment_id(self.environment),
-                 **environment_identity(self.environment), "workers": len(self._workers)}]
+        """The environments of this server's workers (one per Python), once probed; the
+        server's own first."""
+        return [pool.listing() for pool in self._pools if pool.id is not None]
 
     def status(self) -> dict:
         return {"environment": self.environment, "environments": self.environments()}
@@ -167,7 +203,7 @@ class JobManager:
             if others:
                 return
             run.job.cancel()
-            if self._queue.remove(run):
+            if any(pool.queue.remove(run) for pool in self._pools):
                 self.finish(run, cancelled("cancelled before it started"))
 
     def get(self, job_id: str) -> Handle | None:
@@ -243,16 +279,18 @@ class JobManager:
             del self._handles[job_id]
 
     # -- runner threads
-    def _runner(self, worker: Worker, probe: bool) -> None:
+    def _runner(self, pool: Pool, worker: Worker, probe: bool) -> None:
         worker.wait_ready()
         if probe:
             try:
-                self.environment = worker.run(PROBE_SOURCE, Options())["environment"]
+                pool.environment = worker.run(PROBE_SOURCE, Options())["environment"]
             except Exception:  # the environment badge stays partial; jobs still run
                 pass
-            self.warm(self._warm)
+            if pool is self._pools[0]:
+                self.environment = pool.environment or self.environment
+                self.warm(self._warm)
         while True:
-            run = self._queue.get()
+            run = pool.queue.get()
             try:
                 self._run(worker, run)
             except Exception as exc:  # the engine failed, not the user's code: keep serving

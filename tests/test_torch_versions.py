@@ -1,15 +1,15 @@
-"""Two torch versions side by side through the fleet (README, "Adding a torch version").
+"""Two torch versions side by side on one server (README, "Several torch versions on one server").
 
 The gallery's "Same code, two torch versions" (17_torch_versions.py) says what differs; its
-claim is checked in this interpreter's torch (test.sh runs this file in both torches). Then a
-real `redis-server`, a worker host in this interpreter's torch (`python -m compiler_core
-worker`), one in the second torch's virtualenv (`torchbolt worker` from the venv that
-scripts/setup.sh builds, scripts/second_torch.sh names), and a web server on that broker. The
-same script runs in both environments: each result names the torch it ran in, the Dynamo graphs
-agree and the output code differs where the versions do (torch 2.14 checks a compiled graph's
-inputs with one `assert_size_stride_grouped` call, 2.13 with one `assert_size_stride` per input).
-On the page, "⇆ Both" runs the editor's code in both and diffs the two runs pane against pane.
-Skipped (not failed) where the second venv is absent; CI builds it.
+claim is checked in this interpreter's torch (test.sh runs this file in both torches). Then one
+web server in this interpreter's torch, no Redis, with `--environment` naming the second torch's
+virtualenv (the venv that scripts/setup.sh builds, scripts/second_torch.sh names): a local
+worker in each. The same script runs in both environments: each result names the torch it ran
+in, the Dynamo graphs agree and the output code differs where the versions do (torch 2.14 and
+later check a compiled graph's inputs with one `assert_size_stride_grouped` call, 2.13 with one
+`assert_size_stride` per input). On the page, "⇆ Both" runs the editor's code in both and diffs
+the two runs pane against pane. Skipped (not failed) where the second venv is absent or holds
+this torch; CI builds it ($TORCHBOLT_SECOND_TORCH_VENV names another).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch
 
 from compiler_core.gallery import get_example
 from test_browser import shot
-from test_scaleout import ROOT, Redis, _quiet, call, call_ok, finished, free_port, wait_for
+from test_scaleout import ROOT, _quiet, call, call_ok, finished, free_port, wait_for
 
 pytest_plugins = ["test_app_fixtures"]  # `browser`
 
@@ -39,16 +39,15 @@ def second_venv() -> str:
 
 
 def groups_input_checks(torch_version: str) -> bool:
-    """torch 2.14 checks a graph's inputs in one grouped call (its output code's wrapper)."""
+    """torch 2.14 and later check a graph's inputs in one grouped call (the output code's
+    wrapper)."""
     major, minor = (int(part) for part in torch_version.split(".")[:2])
     return (major, minor) >= (2, 14)
 
 
-def spawn(command: list[str], log: str, broker: str) -> subprocess.Popen:
-    # From this checkout's folder: `python -m` runs its packages (nothing of torchbolt is
-    # installed in the shared second venv).
-    return subprocess.Popen(command, cwd=ROOT, env={**os.environ, "TORCHBOLT_BROKER": broker},
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+def torch_of(python: str) -> str:
+    return subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def environments(port: int) -> dict[str, dict]:
@@ -72,39 +71,35 @@ def test_the_gallerys_version_claim_holds_in_this_torch(gallery_results):
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
+    """`python -m app --environment SECOND_PYTHON`: one server, a local worker in each torch."""
     venv_python = os.path.join(second_venv(), "bin", "python")
     if not os.path.exists(venv_python):
         pytest.skip(f"no second torch venv at {second_venv()} (scripts/setup.sh builds it)")
     if os.path.realpath(sys.prefix) == os.path.realpath(second_venv()):
-        pytest.skip("this is the second torch: the fleet test runs from the main environment")
+        pytest.skip("this is the second torch: the two-version test runs from the main one")
+    if torch_of(venv_python) == torch.__version__:
+        pytest.skip(f"the second venv holds this torch too ({torch.__version__})")
     folder = str(tmp_path_factory.mktemp("versions"))
-    redis = Redis(folder)
-    redis.start()
     web = free_port()
-    procs = [spawn([sys.executable, "-m", "compiler_core", "worker", "--device", "cpu"],
-                   f"{folder}/worker-main.log", redis.url),
-             spawn([venv_python, "-m", "compiler_core", "worker", "--device", "cpu"],
-                   f"{folder}/worker-second.log", redis.url),
-             spawn([sys.executable, "-m", "app", "--port", str(web), "--workers", "0"],
-                   f"{folder}/web.log", redis.url)]
+    # From this checkout's folder: the second venv's worker runs its engine (nothing of
+    # torchbolt is installed in that shared venv).
+    server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(web), "--data-dir",
+                               folder, "--environment", venv_python], cwd=ROOT,
+                              stdout=open(f"{folder}/web.log", "w"), stderr=subprocess.STDOUT,
+                              start_new_session=True)
     try:
-        wait_for(lambda: call_ok(web), 60, "the web server")
-        wait_for(lambda: len(environments(web)) == 2, 300, "both torch environments")
+        wait_for(lambda: call_ok(web), 300, "the web server")
+        wait_for(lambda: len(environments(web)) == 2, 60, "both torch environments")
         yield {"web": web, "environments": environments(web)}
     finally:
-        for proc in procs:
-            with _quiet():
-                os.killpg(proc.pid, 9)
-            proc.wait()
-        redis.proc.kill()
-        redis.proc.wait()
+        with _quiet():
+            os.killpg(server.pid, 9)
+        server.wait()
 
 
 def test_each_torch_runs_the_same_script_and_the_runs_differ_where_the_versions_do(fleet):
     web, envs = fleet["web"], fleet["environments"]
-    second = subprocess.run([os.path.join(second_venv(), "bin", "python"), "-c",
-                             "import torch; print(torch.__version__)"],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    second = torch_of(os.path.join(second_venv(), "bin", "python"))
     assert set(envs) == {torch.__version__, second}
     results = {}
     for version, env in envs.items():

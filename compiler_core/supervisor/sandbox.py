@@ -21,6 +21,7 @@ import contextlib
 import functools
 import glob
 import importlib.util
+import json
 import os
 import secrets
 import shutil
@@ -50,14 +51,26 @@ class SandboxCheck:
     cgroups: str | None  # "v1", "v2" or None (limits then fall back, see `cgroups.why_not`)
 
 
-def _python_dirs() -> list[str]:
-    """Where the interpreter and its packages live (a venv or conda prefix included)."""
+def _own_python_dirs() -> list[str]:
+    """Where this interpreter and its packages live (a venv or conda prefix included)."""
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
     for name in ("torch", "triton"):
         spec = importlib.util.find_spec(name)  # finds without importing
         if spec and spec.origin:
             dirs.add(os.path.dirname(os.path.dirname(spec.origin)))
     return sorted(d for d in dirs if os.path.isdir(d))
+
+
+@functools.lru_cache(maxsize=None)
+def _python_dirs(python: str | None = None) -> list[str]:
+    """The same for `python` (another environment's interpreter, asked once; None: this one)."""
+    if python is None or python == sys.executable:
+        return _own_python_dirs()
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from compiler_core.supervisor."
+            "sandbox import _own_python_dirs as dirs; print(json.dumps(dirs()))")
+    return json.loads(subprocess.run([python, "-c", code, os.path.dirname(ENGINE_DIR)],
+                                     capture_output=True, text=True, check=True,
+                                     timeout=60).stdout)
 
 
 def _under_system_dirs(path: str) -> bool:
@@ -88,9 +101,10 @@ def _parents_to_open(paths: list[str]) -> list[str]:
     return sorted(parents)
 
 
-def environment() -> dict[str, str]:
+def environment(python: str | None = None) -> dict[str, str]:
     """The job's whole environment: fixed values plus a short pass-through list, nothing else."""
-    path = [*_tool_bins(), os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]
+    path = [*_tool_bins(), os.path.dirname(python or sys.executable), "/usr/local/bin",
+            "/usr/bin", "/bin"]
     env = {"PATH": os.pathsep.join(dict.fromkeys(path)), "HOME": JOB_DIR, "TMPDIR": "/tmp",
            "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
            "PYTORCH_NVML_BASED_CUDA_CHECK": "1", "USER": "nobody", "LOGNAME": "nobody"}
@@ -108,17 +122,17 @@ def _under_tmp(path: str) -> bool:
     return path.startswith("/tmp/")
 
 
-def tmp_mounts() -> list[str]:
+def tmp_mounts(python: str | None = None) -> list[str]:
     """The read-only mounts that live under /tmp (a checkout's venv there, say): the job's
     private /tmp would hide them, so each layer that covers /tmp mounts them again after it."""
-    paths = sorted(p for p in (*_python_dirs(), *_tool_dirs()) if _under_tmp(p))
+    paths = sorted(p for p in (*_python_dirs(python), *_tool_dirs()) if _under_tmp(p))
     return [p for p in paths if not any(p.startswith(q + "/") for q in paths)]  # topmost only
 
 
-def _view_args(writable: tuple[tuple[str, str], ...] = ()) -> list[str]:
+def _view_args(writable: tuple[tuple[str, str], ...] = (), python: str | None = None) -> list[str]:
     """The file system jobs see: an allow-list of read-only mounts on a fresh tmpfs root, and
     the `writable` (host folder, where jobs see it) pairs read-write (the CLI's build cache)."""
-    mounts = [*_python_dirs(), *_tool_dirs()]
+    mounts = [*_python_dirs(python), *_tool_dirs()]
     args = ["--clearenv", "--dev", "/dev", *_gpu_devices(), "--dir", "/tmp", "--dir", JOB_DIR]
     inside = [dest for _, dest in writable]
     for parent in _parents_to_open([*mounts, *inside, f"{ENGINE_MOUNT}/compiler_core"]):
@@ -130,7 +144,7 @@ def _view_args(writable: tuple[tuple[str, str], ...] = ()) -> list[str]:
 
 
 def _namespace_args(env: dict[str, str], writable: tuple[tuple[str, str], ...],
-                    outer_view: bool) -> list[str]:
+                    outer_view: bool, python: str | None = None) -> list[str]:
     """The zygote's namespaces and its private /tmp, with what lives under /tmp bound again
     over it: `tmp_mounts`, and the writable pairs shown there (the CLI's kept header). With
     `outer_view` (the root case) their source is where the outer bwrap mounted them."""
@@ -139,7 +153,7 @@ def _namespace_args(env: dict[str, str], writable: tuple[tuple[str, str], ...],
             "--die-with-parent", "--new-session", "--clearenv", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp", "--chdir", "/tmp", *_gpu_devices(),
             "--remount-ro", "/dev"]  # each job mounts its own /dev over this one (jail.py)
-    for path in tmp_mounts():
+    for path in tmp_mounts(python):
         args += ["--ro-bind", path, path]
     for source, dest in writable:
         if _under_tmp(dest):
@@ -150,7 +164,8 @@ def _namespace_args(env: dict[str, str], writable: tuple[tuple[str, str], ...],
 
 
 def bwrap_command(command: list[str], env: dict[str, str],
-                  writable: tuple[tuple[str, str], ...] = ()) -> list[str]:
+                  writable: tuple[tuple[str, str], ...] = (),
+                  python: str | None = None) -> list[str]:
     """The zygote's sandbox: bwrap in a user namespace of its own (as on any machine with
     unprivileged user namespaces) over the allow-listed file system.
 
@@ -159,18 +174,20 @@ def bwrap_command(command: list[str], env: dict[str, str],
     /proc under it (a job's own /proc mount needs one fully visible /proc in its namespace, and
     bwrap's own /proc, as root, has covered subfolders), keeps only CAP_SETUID/CAP_SETGID, and
     `setpriv` drops to uid 65534 with no capabilities before the inner bwrap starts. The inner
-    one covers /proc with its own, so no job ever sees the host's."""
+    one covers /proc with its own, so no job ever sees the host's. `python`: the interpreter
+    `command` runs when not this one (its folders are mounted instead)."""
     bwrap = shutil.which("bwrap") or "bwrap"
     if os.getuid() != 0:
-        return [bwrap, *_view_args(writable), *_namespace_args(env, writable, False), *command]
-    outer = [bwrap, "--die-with-parent", *_view_args(writable), "--bind", "/proc", "/proc",
+        return [bwrap, *_view_args(writable, python),
+                *_namespace_args(env, writable, False, python), *command]
+    outer = [bwrap, "--die-with-parent", *_view_args(writable, python), "--bind", "/proc", "/proc",
              "--cap-add", "CAP_SETUID,CAP_SETGID", "--", shutil.which("setpriv") or "setpriv",
              f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
              "--bounding-set=-all"]
     inner_binds = [arg for _, dest in writable if not _under_tmp(dest)
                    for arg in ("--bind", dest, dest)]
     return [*outer, bwrap, "--ro-bind", "/", "/", *inner_binds,
-            *_namespace_args(env, writable, True), *command]
+            *_namespace_args(env, writable, True, python), *command]
 
 
 def jobs_uid(sandboxed: bool) -> int:

@@ -77,7 +77,7 @@ class Worker:
 
     def __init__(self, sandbox: bool | None = None, timing_lock: str | None = None,
                  warm: bool = True, build_cache: BuildCache | None = None,
-                 standbys: int = STANDBYS) -> None:
+                 standbys: int = STANDBYS, python: str | None = None) -> None:
         """`timing_lock`: a lock file that each job holds, with flock, for its timings only,
         and a GPU job's process for its warm-up: jobs of workers sharing it compile at once but
         never time at once, nor while a job process warms up. On a GPU machine the default is
@@ -88,11 +88,14 @@ class Worker:
         precompiled header (buildcache.py); never for a server, whose jobs must not read what
         another job wrote.
         `standbys`: where each job gets a fresh process (a GPU machine), how many at most are
-        kept warming ahead of the jobs (at least 1)."""
+        kept warming ahead of the jobs (at least 1).
+        `python`: the interpreter of another environment (a venv with another torch) that runs
+        the jobs, with this checkout's engine on its path; default: this one."""
         self.requested_sandbox = sandbox
         self.timing_lock = timing_lock
         self.warm = warm
         self.build_cache = build_cache
+        self.python = python or sys.executable
         self.sandboxed = False
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -122,16 +125,17 @@ class Worker:
         remove_stale_jobs(self._group_layout)
         self._ready.clear()
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {**sandbox.environment(), "TORCHBOLT_PROTOCOL_FD": str(theirs.fileno())}
+        other = None if self.python == sys.executable else self.python
+        env = {**sandbox.environment(other), "TORCHBOLT_PROTOCOL_FD": str(theirs.fileno())}
         if not self.warm:
             env["TORCHBOLT_WARM"] = "0"
         writable: tuple[tuple[str, str], ...] = ()
         if self.build_cache:
             writable, kept = self.build_cache.attach(self.sandboxed)
             env.update(kept)
-        command = [sys.executable, "-m", "compiler_core.runtime.zygote"]
+        command = [self.python, "-m", "compiler_core.runtime.zygote"]
         if self.sandboxed:
-            command = sandbox.bwrap_command(command, env, writable)
+            command = sandbox.bwrap_command(command, env, writable, other)
         else:
             env["PYTHONPATH"] = PACKAGE_ROOT
         log = open(self._log_path, "w")
@@ -297,10 +301,12 @@ class Worker:
             if outcome.returncode is not None:
                 return started
             if outcome.killed_for is None:
-                reason = self._limit_hit(slot, job, started, waiting_since)
+                reason = self._limit_hit(slot, job, started, waiting_since) or (
+                    "disk" if started and self.build_cache and self.build_cache.over_limit()
+                    else None)  # the CLI's build cache counts toward the disk limit
                 if reason:
                     outcome.killed_for = reason
-                    slot.kill(dump_traceback=reason not in ("cancelled", "worker"),
+                    slot.kill(dump_traceback=reason not in ("cancelled", "worker", "disk"),
                               sandboxed=self.sandboxed)
                     if slot.pid is None:
                         return started
