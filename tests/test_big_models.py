@@ -4,19 +4,15 @@ prims views are traced only when asked; graph boxes show the short names."""
 
 from __future__ import annotations
 
-import json
-import os
-
 import jsonschema
 import pytest
 
 from compiler_core.present.graphview import graph_view
+from compiler_core.report.conform import SCHEMA
 from compiler_core.present.layout import CHAR_W
 from compiler_core.parsers.names import short_name, short_names
 from conftest import TINY_ENCODER
 
-SCHEMA = json.load(open(os.path.join(os.path.dirname(__file__), "..", "compiler_core",
-                                     "report", "result.schema.json")))
 CALL_LINE = TINY_ENCODER.splitlines().index("out = encoder(torch.randn(2, 4, 16))") + 1
 
 

@@ -8,14 +8,14 @@ backend whose compiled function notes each run, so a call printed `graph` ran a 
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 
 import jsonschema
 import pytest
 from test_browser import open_page, page, shot  # noqa: F401  (page is a fixture)
+
+from compiler_core.report.conform import SCHEMA
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -78,8 +78,6 @@ with torch.compiler.set_stance("force_eager"):
 torch._dynamo.reset()  # compile ids start again at 0/0
 call("add after reset", add_c, torch.ones(2), 5)
 '''
-SCHEMA = json.load(open(os.path.join(os.path.dirname(__file__), "..", "compiler_core",
-                                     "report", "result.schema.json")))
 RAN = {"graph": {"compile", "recompile", "hit"}, "eager": {"eager"}, "raised": {"error"}}
 LIMIT = {"name": "recompile_limit", "value": 2}
 

@@ -3,8 +3,6 @@ expected stage is present, kernels match the generated code, and results match t
 
 from __future__ import annotations
 
-import json
-import os
 import re
 
 import jsonschema
@@ -12,12 +10,11 @@ import pytest
 
 from compiler_core.features import GRAPH_STAGES
 from compiler_core.gallery import list_examples
+from compiler_core.report.conform import SCHEMA
 from explain_reference import explain_script
 
 SLUGS = [ex.slug for ex in list_examples()]
 PATHS = {ex.slug: ex.path for ex in list_examples()}
-SCHEMA = json.load(open(os.path.join(os.path.dirname(__file__), "..", "compiler_core",
-                                     "report", "result.schema.json")))
 DYNAMO_STAGES = {"bytecode_original", "bytecode_transformed", "dynamo_graph", "guards",
                  "core_aten", "prims", "metrics"}
 INDUCTOR_STAGES = {"aot_joint", "aot_forward", "post_grad_graph", "ir_pre_fusion",

@@ -23,7 +23,8 @@ import pytest
 import torch
 
 from compiler_core import Options
-from compiler_core.features import cudagraphs, saved
+from compiler_core.features import STAGE_NAMES, STAGES, cudagraphs, saved
+from compiler_core.report.conform import conform
 from compiler_core.report.result import build_result
 from compiler_core.wire import RecordWriter
 
@@ -122,6 +123,28 @@ def test_a_stage_whose_reader_failed_is_named_with_why():
     assert error["stage"] == "compiler_core.features.guards" and error["stages"] == ["guards"]
     assert error["reason"].startswith("torchbolt's reader failed on what PyTorch logged")
     assert "dynamo_graph" not in error["stages"]  # made by another reader, and there
+
+
+def test_no_stage_a_feature_declares_is_dropped_by_the_schema():
+    """A result holding an artifact of every declared stage, a compile's and a program's, keeps
+    them all through `conform` (the schema's stage names are the registry's: a stage declared and
+    not listed there used to be deleted, named only in stage_errors)."""
+    path = os.path.join(os.path.dirname(__file__), "data", "print_graph_break.records.jsonl")
+    with open(path, encoding="utf-8") as fh:
+        result = build_result([json.loads(line) for line in fh], "/job/x.py", strict=True)
+
+    def made(field):
+        return {spec.name: {"stage": spec.name, "compile_id": None, "title": spec.title,
+                            "language": spec.language, "text": "x", "src_lines": [None],
+                            "sections": []} for spec in STAGES if spec.field in field}
+    result["compiles"][0]["stages"] = made(("stages",))
+    result["exports"] = [{"id": "export-0", "line": None, "stages": made(("exports",
+                                                                          "torchscript"))}]
+    conform(result)
+    assert list(result["compiles"][0]["stages"]) == list(STAGE_NAMES)
+    assert len(result["exports"]) == 1 and len(result["exports"][0]["stages"]) == len(
+        [spec for spec in STAGES if spec.field in ("exports", "torchscript")])
+    assert not [e for e in result["stage_errors"] if e["stage"] == "schema"]
 
 
 # ---------------------------------------------------------------- saved activations

@@ -4,17 +4,15 @@
 
 from __future__ import annotations
 
-import json
-import os
 
 import jsonschema
 import pytest
 from test_browser import open_page, page, pane, shot  # noqa: F401  (page is a fixture)
 
+from compiler_core.report.conform import SCHEMA
+
 pytest_plugins = ["test_app_fixtures"]
 
-SCHEMA = json.load(open(os.path.join(os.path.dirname(__file__), "..", "compiler_core",
-                                     "report", "result.schema.json")))
 SCRIPT = '''import torch
 
 

@@ -27,6 +27,7 @@ import compiler_core.features as features
 import compiler_core.parsers as parsers
 import compiler_core.present as present
 from compiler_core import compress_result, result_index
+from compiler_core.report.conform import SCHEMA
 from compiler_core.report.result import build_result
 from compiler_core.report.stored import expand_result
 from compiler_core.wire import RecordTail, parse_record, read_records
@@ -38,7 +39,6 @@ from compiler_core.supervisor.job import Job
 HERE = os.path.dirname(os.path.abspath(__file__))
 REAL = read_records(os.path.join(HERE, "data", "print_graph_break.records.jsonl"))
 USER_FILE = "/work/main/compiler_core/gallery/01_print_graph_break.py"  # as in that run
-SCHEMA = json.load(open(os.path.join(os.path.dirname(report.__file__), "result.schema.json")))
 VALIDATOR = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
 HOSTILE_CHARS = 64 * 1024
 

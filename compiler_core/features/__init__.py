@@ -10,7 +10,7 @@ module plus one line here; everything below derives from the declarations.
 from . import (aot, autotune, breaks, bytecode, calls, census, cudagraphs, decomp, dynamo,
                export, frames, fusion, guards, inductor, job, kernels, metrics, recompiles, saved,
                timings, torchscript, triton_ir)
-from .spec import Feature, Part, RecordType, Stage
+from .spec import ARTIFACT, EVENT, Feature, Part, RecordType, Stage
 
 # Order matters where a part reads another's: kernels before triton_ir (which annotates them)
 # and fusion; recompiles before calls; export's packages after its programs. Attachments run in
@@ -39,6 +39,9 @@ def _record_types() -> dict[str, tuple[str, RecordType]]:
 
 
 RECORD_TYPES = _record_types()
+# The structured-trace entries read (live and from a log): what the features declared `traced`.
+TRACE_EVENTS = frozenset(n for n, (_, t) in RECORD_TYPES.items() if EVENT in t.trace)
+TRACE_ARTIFACTS = frozenset(n for n, (_, t) in RECORD_TYPES.items() if ARTIFACT in t.trace)
 
 # Which stage a record announces, for progress lines and live events (first spec wins).
 RECORD_STAGE: dict[str, str] = {**breaks.PROGRESS, **recompiles.PROGRESS}
@@ -47,4 +50,5 @@ for _spec in STAGES:
         RECORD_STAGE.setdefault(_record, _spec.name)
 
 __all__ = ["ATTACHMENTS", "FEATURES", "GRAPH_STAGES", "RECORD_STAGE", "RECORD_TYPES", "STAGES",
-           "STAGE_NAMES", "Feature", "Part", "RecordType", "Stage"]
+           "STAGE_NAMES", "TRACE_ARTIFACTS", "TRACE_EVENTS", "Feature", "Part", "RecordType",
+           "Stage"]

@@ -18,7 +18,7 @@ import textwrap
 
 from ..parsers.callsite import traceback_frames
 from ..parsers.common import is_user_file, last_user_line
-from .spec import Feature, Part, record
+from .spec import ARTIFACT, Feature, Part, traced
 
 # Not a stage but a run-level list; its records are still announced live, under this name.
 PROGRESS = {"dynamo_graph_break_reason": "graph_break"}
@@ -240,6 +240,6 @@ def graph_breaks(records: list[dict], compiles: list[dict], user_file: str) -> l
 
 
 FEATURE = Feature(
-    "breaks", records=(record("dynamo_graph_break_reason"),),
+    "breaks", records=(traced("dynamo_graph_break_reason", ARTIFACT),),
     run_parts=(Part("graph_breaks",
                     lambda run: graph_breaks(run.records, run.compiles, run.user_file), []),))

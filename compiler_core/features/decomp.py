@@ -7,17 +7,15 @@ example inputs, so it costs no real compute; symbolic sizes are specialised to t
 
 from __future__ import annotations
 
-from ..parsers.common import artifact, fx_src_lines
-from .spec import Feature, Part, Stage, record
+from .spec import Feature, Part, payload_stage, record
 
-# The job re-traces each Dynamo graph (compiler_core/runtime/views.py) and records the views.
-SPECS = (Stage("core_aten", "Core ATen (view)", "Core ATen (view)", "python",
-               records=("core_aten",), graph=True, option="views"),
-         Stage("prims", "Prims (view)", "Prims (view)", "python", records=("prims",), graph=True,
-               option="views"))
 TABLES = {"core_aten": "the Core ATen decomposition table", "prims": "torch._prims TorchRefsMode"}
 VIEW_NOTE = ("# View: the Dynamo graph re-traced by torchbolt with make_fx and {table}.\n"
              "# Not what Inductor executed; symbolic sizes are specialised to the example inputs.\n")
+# The job re-traces each Dynamo graph (compiler_core/runtime/views.py) and records the views.
+SPECS = tuple(payload_stage(name, f"{label} (view)", f"{label} (view)", name, option="views",
+                            heading=VIEW_NOTE.format(table=TABLES[name]))
+              for name, label in (("core_aten", "Core ATen"), ("prims", "Prims")))
 
 
 # PyTorch's exceptions for what a trace with fake tensors cannot do, in words (the type names
@@ -52,22 +50,15 @@ def explain_failures(run) -> None:
             error["reason"] = failure_reason(error["stage"], error["message"])
 
 
-def extract(compile_records) -> dict:
-    out = {}
-    for spec in SPECS:
-        record = compile_records.first(spec.records[0])
-        if record is None:
-            continue
-        text = VIEW_NOTE.format(table=TABLES[spec.name]) + (record["payload"] or "")
-        out[spec.name] = artifact(spec.name, compile_records.compile_id, spec.title,
-                                  spec.language, text,
-                                  fx_src_lines(text, compile_records.user_file))
-        out[spec.name]["view"] = True
-    return out
+def mark_views(group, compiled: dict) -> None:
+    """The views say they are views (the page marks them so)."""
+    for name in TABLES:
+        if name in compiled["stages"]:
+            compiled["stages"][name]["view"] = True
 
 
 # The views are traced after the script, by the runner (`CaptureSession.emit_views`), from the
 # graphs the dynamo feature's attachment keeps.
 FEATURE = Feature("decomp", records=(record("core_aten"), record("prims")), stages=SPECS,
-                  extract=extract,
+                  compile_parts=(Part(None, mark_views, name="views"),),
                   run_parts=(Part(None, explain_failures, name="view failures"),))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..parsers.callsite import frame_of, traceback_frames, user_line
 from ..parsers.common import is_user_file
-from .spec import Feature, Part, record
+from .spec import ARTIFACT, Feature, Part, traced
 
 NO_FRAME = {"name": None, "filename": None, "line": None, "qualname": None}
 
@@ -39,7 +39,7 @@ def _user_line_of_error(group) -> int | None:
 
 
 FEATURE = Feature(
-    "frames", records=(record("dynamo_start"), record("dynamo_error")),
+    "frames", records=(traced("dynamo_start"), traced("dynamo_error", ARTIFACT)),
     compile_parts=(Part("frame", lambda group, compiled: frame_of(group), NO_FRAME),
                    Part("user_line", lambda group, compiled: user_line(group)),
                    Part("failure", lambda group, compiled: failure_of(group))))

@@ -15,7 +15,7 @@ import json
 import re
 
 from ..parsers.common import artifact, is_user_file
-from .spec import Feature, Stage, record
+from .spec import Feature, Stage, record, traced
 
 SPECS = (Stage("guards", "Guards", "Guards", "text", records=("dynamo_cpp_guards_str",)),)
 TREE_LINE = re.compile(r"^(?P<depth>(?:\| )*)\+- (?P<kind>\w+): (?P<body>.*)$")
@@ -137,6 +137,6 @@ def extract(compile_records) -> dict:
     return {"guards": stage}
 
 
-FEATURE = Feature("guards", records=(record("dynamo_cpp_guards_str"),
+FEATURE = Feature("guards", records=(traced("dynamo_cpp_guards_str"),
                                      record("dynamo_guards", True)),
                   stages=SPECS, extract=extract)

@@ -15,7 +15,7 @@ import json
 from ..parsers import nodelinks, provenance
 from ..parsers.common import artifact, fx_src_lines, graph_labels, join_sections, user_lines
 from .kernels import module_kernels, module_provenance
-from .spec import OBJECT, TEXT, Feature, Stage, record
+from .spec import ARTIFACT, EVENT, OBJECT, TEXT, Feature, Stage, record, traced
 
 SPECS = (
     Stage("post_grad_graph", "Inductor post-grad graph", "Inductor post-grad graph", "python",
@@ -50,7 +50,7 @@ def output_code_map(compile_records, texts: list[str]) -> tuple[list, list]:
     maps, keys = [], []
     for index, text in enumerate(texts):
         stacks = compile_records.all("inductor_provenance_tracking_kernel_stack_traces")
-        stack = json.loads(stacks[index]["payload"]) if index < len(stacks) else {}
+        stack = json.loads(stacks[index]["payload"] or "{}") if index < len(stacks) else {}
         per_line, line_keys = module_map(text, module_kernels(compile_records, index), stack,
                                          compile_records.user_file)
         maps.append(per_line)
@@ -104,10 +104,12 @@ def extract(compile_records) -> dict:
 
 FEATURE = Feature(
     "inductor",
-    records=(record("inductor_post_grad_graph"), record("ir_pre_fusion"),
+    # the post-grad graph is an event, not an artifact, where Inductor's FX graph cache hit
+    records=(traced("inductor_post_grad_graph", EVENT, ARTIFACT), record("ir_pre_fusion"),
              record("ir_post_fusion"), record("ir_origins", stage=TEXT, ops=OBJECT),
-             record("inductor_output_code"),
-             record("inductor_provenance_tracking_kernel_stack_traces")),
+             traced("inductor_output_code"),
+             traced("inductor_provenance_tracking_node_mappings", ARTIFACT),
+             traced("inductor_provenance_tracking_kernel_stack_traces", ARTIFACT)),
     stages=SPECS, attach=("runtime.capture:attach_ir_loggers",
                           "runtime.capture:attach_post_grad_modules"),
     extract=extract)

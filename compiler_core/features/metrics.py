@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..parsers.common import artifact
-from .spec import Feature, Part, Stage, record
+from .spec import Feature, Part, Stage, traced
 
 SPECS = (Stage("metrics", "Compilation metrics", "Compilation metrics", "json",
                records=("compilation_metrics",)),)
@@ -56,7 +56,7 @@ def restarts(group) -> list[str]:
 
 
 FEATURE = Feature(
-    "metrics", records=(record("compilation_metrics"), record("bwd_compilation_metrics")),
+    "metrics", records=(traced("compilation_metrics"), traced("bwd_compilation_metrics")),
     stages=SPECS, extract=extract,
     compile_parts=(Part(None, lambda group, compiled: explain_guard_counts(compiled["stages"]),
                         name="guard_counts"),

@@ -43,7 +43,7 @@ from ..parsers.common import is_int
 from ..parsers.names import user_expression
 from .breaks import broken_frame, frame_id, original_name
 from .guards import LOCAL, guard_code, with_failed_guards
-from .spec import Feature, Part, record
+from .spec import ARTIFACT, Feature, Part, traced
 
 PREVIOUS = re.compile(r"^(?P<previous>\d+/\d+): (?P<reason>.*)$", re.S)
 # Not a stage but a run-level list; its records are still announced live, under this name.
@@ -311,5 +311,5 @@ def _recompiles(run) -> list[dict]:
                     run.result.get("graph_breaks", []), run.user_file)
 
 
-FEATURE = Feature("recompiles", records=(record("recompile_reasons"),),
+FEATURE = Feature("recompiles", records=(traced("recompile_reasons", ARTIFACT),),
                   run_parts=(Part("recompiles", _recompiles, []),))

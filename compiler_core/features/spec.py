@@ -8,7 +8,10 @@ registry (`features/__init__.py`) lists the features in order; the job's runner 
 the result builder runs their parts in that order, so a part may read what an earlier one built.
 Everything else derives from these declarations: the stage order, which record announces a
 stage (progress lines and live events), which stages are FX graphs (the page's graph drawing),
-the artifacts' titles and languages, and the page's labels (through the catalogue).
+the artifacts' titles and languages, the page's labels (through the catalogue), the result
+schema's stage names (`report/conform.py`) and which structured-trace entries are read, live and
+from a log (`traced` records, `report/trace_log.py`). A stage whose artifact is its record's text
+as PyTorch wrote it is one line, `payload_stage(...)`, with no extraction of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +19,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable
 
+from ..parsers.common import artifact, fx_src_lines
+
 TEXT, INTEGER, LIST, OBJECT = "text", "integer", "list", "object"  # a meta field's kind
+# How PyTorch's structured trace writes a record: as an event (`trace_structured(name)`, the
+# entry's key) or as an artifact (`{"artifact": {"name": name}}`).
+EVENT, ARTIFACT = "event", "artifact"
 
 
 @dataclass(frozen=True)
@@ -29,9 +37,31 @@ class Stage:
     graph: bool = False  # an FX graph: nodes and edges can be drawn
     field: str = "stages"  # where a compile holds it ("kernels"; "timings" is the run's)
     option: str | None = None  # the run option without which the stage is left out
+    from_payload: bool = False  # its artifact is the first announcing record's text (below)
+    heading: str = ""  # from_payload: text put before the record's
 
     def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "records"}
+        return {k: v for k, v in asdict(self).items()
+                if k not in ("records", "from_payload", "heading")}
+
+
+def payload_stage(name: str, label: str, title: str, record_name: str, *, graph: bool = True,
+                  language: str = "python", **more) -> Stage:
+    """A stage whose artifact is its record's text as PyTorch wrote it, an FX graph's lines
+    mapped to the user's (tlparse gives each such artifact a one-line parser; so does this)."""
+    return Stage(name, label, title, language, records=(record_name,), graph=graph,
+                 from_payload=True, **more)
+
+
+def payload_artifact(stage: Stage, compile_records) -> dict | None:
+    """A payload stage's artifact: the first record's text after the stage's heading (None
+    without the record or text)."""
+    found = compile_records.first(stage.records[0])
+    text = stage.heading + ((found or {}).get("payload") or "")
+    if found is None or not text:
+        return None
+    return artifact(stage.name, compile_records.compile_id, stage.title, stage.language, text,
+                    fx_src_lines(text, compile_records.user_file))
 
 
 def _is(kind: str, value) -> bool:
@@ -50,6 +80,7 @@ class RecordType:
     name: str
     meta: tuple[tuple[str, str], ...] = ()
     payload: bool = False
+    trace: tuple[str, ...] = ()  # EVENT, ARTIFACT: how the structured trace writes it (if it does)
 
     def problem(self, record: dict) -> str | None:
         """Why the record does not have this type (None: it does)."""
@@ -68,6 +99,12 @@ class RecordType:
 def record(name: str, payload: bool = False, /, **meta: str) -> RecordType:
     """`record("fx_nodes", nodes=LIST)`: a record type, its meta fields given by keyword."""
     return RecordType(name, tuple(meta.items()), payload)
+
+
+def traced(name: str, *kinds: str, **meta: str) -> RecordType:
+    """`traced("recompile_reasons", ARTIFACT)`: a record PyTorch's structured trace writes, under
+    its name there, as an event unless `kinds` say otherwise. Only declared entries are read."""
+    return RecordType(name, tuple(meta.items()), trace=kinds or (EVENT,))
 
 
 @dataclass(frozen=True)
@@ -90,3 +127,16 @@ class Feature:
     extract: Callable | None = None  # CompileRecords -> {stage name: artifact}
     compile_parts: tuple[Part, ...] = ()
     run_parts: tuple[Part, ...] = ()
+
+    @property
+    def makes_artifacts(self) -> bool:
+        return self.extract is not None or any(stage.from_payload for stage in self.stages)
+
+    def artifacts(self, compile_records) -> dict:
+        """A compile's artifacts of this feature's stages: its payload stages', then what its
+        `extract` makes."""
+        out = {stage.name: made for stage in self.stages
+               if stage.from_payload and (made := payload_artifact(stage, compile_records))}
+        if self.extract is not None:
+            out.update(self.extract(compile_records))
+        return out

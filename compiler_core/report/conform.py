@@ -7,6 +7,9 @@ top-level field gets its empty value), repeating until the result is valid; each
 listed in `stage_errors` (stage "schema"), so the page, the API and the stores only ever see a
 result of the documented shape.
 
+The stage names the schema allows are the feature registry's, filled in here where it is loaded
+(`result.schema.json` lists none): a stage a feature declares is never dropped as unknown.
+
 Stage texts and their line maps are validated in a cut-down copy (their first `SAMPLE` items):
 the extractors build them from text, and validating every item of a 21 MB result took ~3 s
 (jsonschema, 130 ms per MB on this machine), against ~40 ms for its skeleton.
@@ -19,9 +22,24 @@ import os
 
 import jsonschema
 
+from ..features import STAGES
+
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "result.schema.json")
-with open(SCHEMA_PATH, encoding="utf-8") as _fh:
-    SCHEMA = json.load(_fh)
+# Where each owner of stages holds them (`Stage.field`): a compile's, a program's.
+STAGE_OWNERS = {"compile": ("stages",), "program": ("exports", "torchscript")}
+
+
+def load_schema() -> dict:
+    """The result schema, its stage names from the feature registry."""
+    with open(SCHEMA_PATH, encoding="utf-8") as fh:
+        schema = json.load(fh)
+    for owner, fields in STAGE_OWNERS.items():
+        names = [stage.name for stage in STAGES if stage.field in fields]
+        schema["$defs"][owner]["properties"]["stages"]["propertyNames"]["enum"] = names
+    return schema
+
+
+SCHEMA = load_schema()
 VALIDATOR = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
 SAMPLE = 64
 ROUNDS = 8

@@ -131,10 +131,10 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
     steps = _Steps(group.compile_id, strict, stage_errors)
     compiled: dict = {"id": group.compile_id, "stages": {}}
     for feature in FEATURES:
-        if feature.extract is not None:
+        if feature.makes_artifacts:
             compiled["stages"].update(steps.run(
-                f"compiler_core.features.{feature.name}", lambda f=feature: f.extract(group), {},
-                stages=announced(feature, group)))
+                f"compiler_core.features.{feature.name}", lambda f=feature: f.artifacts(group),
+                {}, stages=announced(feature, group)))
     for feature in FEATURES:
         steps.parts(feature.compile_parts, compiled, group, compiled)
     return compiled

@@ -25,21 +25,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..features import TRACE_ARTIFACTS, TRACE_EVENTS
 from ..wire import valid_record
 from .result import build_result
 
-# Structured-trace names we keep; everything else (chromium events, tensor descriptions) is noise
-# in process, and is named in a log's result as not read (`TraceLog.unread`).
-TRACE_EVENTS = {
-    "dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "aot_joint_graph",
-    "aot_forward_graph", "aot_backward_graph", "aot_inference_graph", "inductor_output_code",
-    "compilation_metrics", "bwd_compilation_metrics",
-    "inductor_post_grad_graph",  # an event, not an artifact, where Inductor's FX graph cache hit
-}
-TRACE_ARTIFACTS = {
-    "dynamo_graph_break_reason", "recompile_reasons", "inductor_post_grad_graph", "dynamo_error",
-    "inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
-}
+# Structured-trace names we keep are those the features declare (`spec.traced`); everything else
+# (chromium events, tensor descriptions) is noise in process, and is named in a log's result as
+# not read (`TraceLog.unread`).
 # Artifacts older torch wrote under another name: the post-grad graph was `after_post_grad_graph`
 # (with `before_post_grad_graph`, the graph before the passes) until Inductor renamed it; a log
 # holds one or the other per compile (tlparse's test logs of both ages).
@@ -82,10 +74,15 @@ class TraceConverter:
 
 
 def compile_id_of(metadata: dict) -> str | None:
-    """`frame_id/frame_compile_id`, as PyTorch writes compile ids (the attempt left out)."""
-    if metadata.get("frame_id") is None:
-        return None
-    return f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
+    """The compile id as PyTorch writes it (`CompileId.__str__`, the attempt left out):
+    `frame_id/frame_compile_id`, and for compiled autograd `!N` (its backward graph), or `!N/`
+    before the frame's ids (Dynamo compiling that graph)."""
+    frame = (f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
+             if metadata.get("frame_id") is not None else None)
+    autograd = metadata.get("compiled_autograd_id")
+    if autograd is None:
+        return frame
+    return f"!{autograd}" + (f"/{frame}" if frame else "")
 
 
 def _classify(metadata: dict) -> tuple[str | None, dict]:
