@@ -9,7 +9,8 @@ import os
 import pkgutil
 
 import compiler_core.features as features
-from compiler_core.features import ATTACHMENTS, FEATURES, RECORD_TYPES, STAGES
+import compiler_core.runtime.hooks as runtime_hooks
+from compiler_core.features import ATTACHMENTS, FEATURES, STAGES
 from compiler_core.features.spec import INTEGER, LIST, record
 from compiler_core.report.result import build_result, typed_records
 from compiler_core.wire import read_records
@@ -36,9 +37,23 @@ def test_stage_names_are_unique():
 def test_attachments_name_runtime_functions_in_dependency_order():
     assert all(a.startswith("runtime.") and ":" in a for a in ATTACHMENTS)
     order = {a: i for i, a in enumerate(ATTACHMENTS)}
-    assert order["runtime.capture:attach_ir_loggers"] < order["runtime.why_logs:attach"]
+    assert order["runtime.capture:attach_ir_loggers"] < order["runtime.hooks.fusion:attach"]
     assert order["runtime.callables:attach"] < order["runtime.aoti:attach"]
     assert order["runtime.programs:attach"] < order["runtime.aoti:attach"]
+
+
+def test_each_job_side_hook_is_named_after_its_feature():
+    """runtime/hooks/<feature>.py holds the hooks of that feature, and only its feature
+    attaches it; every module there is some feature's."""
+    hooks = {m.name for m in pkgutil.iter_modules(runtime_hooks.__path__)}
+    attached = set()
+    for feature in FEATURES:
+        for target in feature.attach:
+            module = target.split(":")[0]
+            if module.startswith("runtime.hooks."):
+                assert module == f"runtime.hooks.{feature.name}", (feature.name, target)
+                attached.add(feature.name)
+    assert hooks == attached
 
 
 def test_a_record_type_checks_its_declared_fields_only():

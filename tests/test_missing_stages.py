@@ -217,19 +217,19 @@ def _log_partition_line(on: bool) -> None:
 def _handled(log, follow_tree_manager: bool = False) -> list[dict]:
     """The records the real handler writes for what `log()` logs (loggers restored after); it
     follows the tree manager as it does on a machine with CUDA."""
-    from compiler_core.runtime import why_gpu
+    from compiler_core.runtime.hooks import cudagraphs as cudagraphs_hook
 
     class Session:
         recording = True
         user_file = __file__
         writer = RecordWriter(io.StringIO())
 
-    loggers = [logging.getLogger(name) for name in why_gpu._cudagraph_logger_names()]
+    loggers = [logging.getLogger(name) for name in cudagraphs_hook._cudagraph_logger_names()]
     saved_state = [(logger.level, logger.propagate, list(logger.handlers)) for logger in loggers]
     try:
-        handler = why_gpu.record_cudagraph_log(Session())
+        handler = cudagraphs_hook.record_cudagraph_log(Session())
         if follow_tree_manager:
-            why_gpu.follow_tree_manager(handler)
+            cudagraphs_hook.follow_tree_manager(handler)
         log()
     finally:
         for logger, (level, propagate, handlers) in zip(loggers, saved_state):

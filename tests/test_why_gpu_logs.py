@@ -97,7 +97,7 @@ def test_rerecord_reason_survives_the_assertion_of_a_partition_function():
     fewer placeholders, as on the H200); guarded, it gives PyTorch's name of the mismatch."""
     from torch._inductor import cudagraph_trees
     from torch._inductor.cudagraph_utils import CheckInvariantStatus
-    from compiler_core.runtime.why_gpu import guard_rerecord_reason
+    from compiler_core.runtime.hooks.cudagraphs import guard_rerecord_reason
 
     original = cudagraph_trees.log_data_ptr_mismatch
     with pytest.raises(AssertionError, match="length mismatch"):
@@ -141,7 +141,7 @@ def test_hostile_records_are_bounded_and_conform():
 
 
 def test_handler_records_debug_lines_and_hands_on_only_what_torch_would_print():
-    from compiler_core.runtime import why_gpu as capture_why
+    from compiler_core.runtime.hooks import cudagraphs as capture_why
     from torch._inductor.cudagraph_utils import log_cudagraph_skip_and_bump_counter
 
     class Session:

@@ -13,7 +13,7 @@ from torch._inductor.scheduler import WhyNoFuse
 from compiler_core import Options, report_html
 from compiler_core.report.result import build_result
 from compiler_core.features.saved import saved_names
-from compiler_core.runtime import why_logs
+from compiler_core.runtime.hooks import fusion as fusion_hook
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -133,21 +133,22 @@ class _Node:
 def _why_no_fuse(first: str, second: str, reason: str) -> logging.LogRecord:
     why = WhyNoFuse(_Node(first), _Node(second))
     why.reason, why.args = reason, ()
-    return logging.LogRecord(why_logs.FUSION_LOGGER, logging.DEBUG, __file__, 0, why, None, None)
+    return logging.LogRecord(fusion_hook.FUSION_LOGGER, logging.DEBUG, __file__, 0, why, None,
+                             None)
 
 
 def test_fusion_log_is_capped_per_graph_and_repeats_count_once():
     session = _Session()
-    handler = why_logs.FusionLog(session)
-    for i in range(why_logs.DECISIONS_PER_GRAPH + 5):
+    handler = fusion_hook.FusionLog(session)
+    for i in range(fusion_hook.DECISIONS_PER_GRAPH + 5):
         handler.emit(_why_no_fuse(f"op{i}", f"op{i + 1}", "no shared data"))
     handler.emit(_why_no_fuse("op0", "op1", "no shared data"))  # the reorder round's repeat
-    end = logging.LogRecord(why_logs.IR_LOGGERS["ir_post_fusion"], logging.INFO,
+    end = logging.LogRecord(fusion_hook.IR_LOGGERS["ir_post_fusion"], logging.INFO,
                             __file__, 0, "AFTER FUSION", None, None)
     handler.emit(end)
     (record,) = session.writer.records
     assert record["name"] == "fusion_log"
-    assert len(record["meta"]["decisions"]) == why_logs.DECISIONS_PER_GRAPH
+    assert len(record["meta"]["decisions"]) == fusion_hook.DECISIONS_PER_GRAPH
     assert record["meta"]["dropped"] == 5
     assert record["meta"]["decisions"][0] == {"nodes": ["op0", "op1"], "fused": False,
                                               "reason": "no shared data"}

@@ -1,6 +1,6 @@
 """Which choices autotuning benchmarked, per compile (`autotuning`): built from the
-`autotune_choices` records of Inductor's feedback-saver hook (`runtime/why_gpu.py`), each list
-bounded.
+`autotune_choices` records of Inductor's feedback-saver hook (`runtime/hooks/autotune.py`),
+each list bounded.
 """
 
 from __future__ import annotations
@@ -46,5 +46,5 @@ def autotuning(compile_records) -> list[dict]:
 
 
 FEATURE = Feature(
-    "autotune", records=(record("autotune_choices"),), attach=("runtime.why_gpu:attach_autotune",),
+    "autotune", records=(record("autotune_choices"),), attach=("runtime.hooks.autotune:attach",),
     compile_parts=(Part("autotuning", lambda group, compiled: autotuning(group), []),))

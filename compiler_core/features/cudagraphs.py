@@ -1,8 +1,8 @@
 """Why CUDA graphs were skipped or recorded again (`result["cudagraphs"]`).
 
-Built from the `cudagraph_log` records `runtime/why_gpu.py` writes (each line of Inductor's
-`cudagraphs` logging artifact, with the function the CUDA graph tree manager was running, the
-user's line and whether CUDA graphs were on). The messages are PyTorch's, parsed by string search
+Built from the `cudagraph_log` records `runtime/hooks/cudagraphs.py` writes (each line of
+Inductor's `cudagraphs` logging artifact, with the function the CUDA graph tree manager was
+running, the user's line and whether CUDA graphs were on). The messages are PyTorch's, parsed by string search
 (they come from the job, so no backtracking regex), each list bounded. The scheduler logs its
 graph partitions on every GPU compile, CUDA graphs on or off ("partition includes all ops when
 cudagraphs is disabled"): lines it logged with them off are left out, so a run that did not use
@@ -139,5 +139,5 @@ def cudagraphs(records: list[dict], user_file: str) -> dict | None:
 
 FEATURE = Feature(
     "cudagraphs", records=(record("cudagraph_log"),),
-    attach=("runtime.why_gpu:attach_cudagraphs",),
+    attach=("runtime.hooks.cudagraphs:attach",),
     run_parts=(Part("cudagraphs", lambda run: cudagraphs(run.all("cudagraph_log"), run.user_file)),))

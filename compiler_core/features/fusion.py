@@ -1,6 +1,7 @@
 """A compile's `fusion`: what Inductor's scheduler fused, and why it refused the rest.
 
-Source: the scheduler's own fusion log, one `fusion_log` record per graph (runtime/why_logs.py):
+Source: the scheduler's own fusion log, one `fusion_log` record per graph
+(runtime/hooks/fusion.py):
 "fusing op0 with op1" for each fusion made, and `WhyNoFuse` refusals ("cannot fuse op0 with op7:
 no shared data"). Names are scheduler nodes; a fused node is named by its parts joined with "_"
 (`FusedSchedulerNode.get_name`). A node's user lines are those of its origin FX nodes (the
@@ -96,5 +97,5 @@ def _count(value) -> int:
 
 
 FEATURE = Feature(
-    "fusion", records=(record("fusion_log"),), attach=("runtime.why_logs:attach",),
+    "fusion", records=(record("fusion_log"),), attach=("runtime.hooks.fusion:attach",),
     compile_parts=(Part("fusion", lambda group, compiled: fusion(group, compiled["kernels"])),))

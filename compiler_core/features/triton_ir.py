@@ -5,7 +5,7 @@ Sources: `triton_kernel` records (kernels that ran on this job's GPU, see
 `compiler_core.runtime.gpu.triton_kernels`), else the `gpu_preview` record (kernels compiled for a virtual GPU
 on a CPU-only machine, see `compiler_core.runtime.gpu.preview`); such artifacts say so in their title and
 in `preview`. `triton_autotune` records hold the configs benchmarked while the script ran
-(`max-autotune` template choices: `why_gpu`).
+(`max-autotune` template choices: `runtime/hooks/autotune.py`).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def preview_fields(compile_records, meta: dict) -> dict:
 
 
 def compile_fields(compile_records) -> dict:
-    """`gpu_preview` of one compile (its autotuning: `why_gpu.autotuning`)."""
+    """`gpu_preview` of one compile (its autotuning: `runtime/hooks/autotune.py`)."""
     preview = compile_records.first("gpu_preview")
     return {"gpu_preview": preview_fields(compile_records, preview["meta"]) if preview else None}
 

@@ -1,6 +1,6 @@
 """One job's capture state, and the structured trace every feature reads.
 
-The features' hooks (capture.py, why_gpu.py, why_logs.py, ...) all write through the job's
+The features' hooks (capture.py, hooks/<feature>.py, ...) all write through the job's
 `CaptureSession`, which the steps after the script read too. This module imports none of those
 hooks, so each of them can import it: the runner attaches them after `CaptureSession.attach`, in
 the feature registry's order (`features.ATTACHMENTS`).

@@ -6,7 +6,7 @@ After the script ran, every Inductor Triton kernel (a `CachingAutotuner` in a lo
 is matched to the folder of the config it launches with, and one `triton_kernel` record carries its
 texts, SASS (disassembled with the `nvdisasm` Triton ships) and launch metadata. Autotuning is
 recorded as it happens: `triton_autotune` (configs of one kernel benchmarked at run time);
-`max-autotune` template choices are recorded on every device (`runtime.why_gpu`).
+`max-autotune` template choices are recorded on every device (`runtime.hooks.autotune`).
 
 `compiler_core.runtime.gpu.preview` reuses `kernel_record` for kernels compiled for a virtual GPU.
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from .session import IR_LOGGERS, CaptureSession, current_compile_id
+from ..session import IR_LOGGERS, CaptureSession, current_compile_id
 
 FUSION_LOGGER = "torch._inductor.scheduler.__fusion"
 DECISIONS_PER_GRAPH = 1000

@@ -1,28 +1,23 @@
-"""Why CUDA graphs were skipped or recorded again, and which choices autotuning benchmarked
-(worker child side).
+"""Why CUDA graphs were skipped or recorded again (job process side).
 
-- **CUDA graphs**: Inductor states its decisions on the `cudagraphs` logging artifact (loggers
-  `torch._inductor.{cudagraph_trees,cudagraph_utils,scheduler}.__cudagraphs`, torch 2.13):
-  "skipping cudagraphs due to ..." (warning, through `log_cudagraph_skip_and_bump_counter`, the
-  function that also bumps `counters["inductor"]["cudagraph_skips"]`), "[0/0] Recording
-  cudagraph tree for ...", "[0/0] Re-recording function=..., reason=..." (debug), the graph
-  partitions (debug). Each line becomes a `cudagraph_log` record, tagged with the compile being
-  compiled and whether CUDA graphs were on (`config.triton.cudagraphs`, which the mode turns on
-  for the compile: the scheduler logs its partitions with them off too). At run time, outside any
-  compile, it is tagged with the compile id and name of the function the CUDA graph tree manager
-  is running (a skip for a mutated input is logged there, naming neither) and the user's line
-  that called it. To get the debug lines the
-  loggers are set to DEBUG; what a plain run prints (warnings, by torch's default levels) is
-  still handed on to torch's own handlers, nothing more. On a CPU-only graph Inductor counts a
-  skip but logs nothing. With DEBUG on, `CUDAGraphTreeManager._run` builds each re-record's
-  reason with `log_data_ptr_mismatch`, which asserts one input per placeholder: a graph
-  partition's function breaks that (torch 2.11 on the H200: the script died with "length
-  mismatch between inputs, recorded_data_ptr, and placeholders" when a weight was replaced), so
-  where it fails the reason is PyTorch's name of the mismatch alone.
-- **Autotuning**: Inductor's feedback-saver hook (`select_algorithm.add_feedback_saver`) receives
-  the timings dict `log_results` prints from (`AUTOTUNE mm(...)` on stderr); each call becomes an
-  `autotune_choices` record. On this CPU (AVX-512) `max-autotune` benchmarks a C++ GEMM template
-  against ATen for a `bmm`; on a GPU, Triton templates against cuBLAS.
+Inductor states its decisions on the `cudagraphs` logging artifact (loggers
+`torch._inductor.{cudagraph_trees,cudagraph_utils,scheduler}.__cudagraphs`, torch 2.13):
+"skipping cudagraphs due to ..." (warning, through `log_cudagraph_skip_and_bump_counter`, the
+function that also bumps `counters["inductor"]["cudagraph_skips"]`), "[0/0] Recording
+cudagraph tree for ...", "[0/0] Re-recording function=..., reason=..." (debug), the graph
+partitions (debug). Each line becomes a `cudagraph_log` record, tagged with the compile being
+compiled and whether CUDA graphs were on (`config.triton.cudagraphs`, which the mode turns on
+for the compile: the scheduler logs its partitions with them off too). At run time, outside any
+compile, it is tagged with the compile id and name of the function the CUDA graph tree manager
+is running (a skip for a mutated input is logged there, naming neither) and the user's line
+that called it. To get the debug lines the
+loggers are set to DEBUG; what a plain run prints (warnings, by torch's default levels) is
+still handed on to torch's own handlers, nothing more. On a CPU-only graph Inductor counts a
+skip but logs nothing. With DEBUG on, `CUDAGraphTreeManager._run` builds each re-record's
+reason with `log_data_ptr_mismatch`, which asserts one input per placeholder: a graph
+partition's function breaks that (torch 2.11 on the H200: the script died with "length
+mismatch between inputs, recorded_data_ptr, and placeholders" when a weight was replaced), so
+where it fails the reason is PyTorch's name of the mismatch alone.
 """
 
 from __future__ import annotations
@@ -31,7 +26,8 @@ import functools
 import logging
 import sys
 
-from .session import CaptureSession, current_compile_id
+from ..session import CaptureSession, current_compile_id
+from . import attached
 
 CUDAGRAPH_LOGGERS = tuple(f"torch._inductor.{module}.__cudagraphs"
                           for module in ("cudagraph_trees", "cudagraph_utils", "scheduler"))
@@ -150,37 +146,6 @@ def record_cudagraph_log(session: CaptureSession) -> CudagraphLogHandler:
     return handler
 
 
-def record_autotune_choices(session: CaptureSession) -> None:
-    """One `autotune_choices` record per op Inductor autotuned: every choice benchmarked with its
-    time, fastest first (Inductor keeps the fastest, `AlgorithmSelectorCache.__call__`)."""
-    from torch._inductor import select_algorithm
-
-    def feedback(timings, name, input_nodes, *_):
-        if not session.recording:
-            return
-        choices = sorted(timings.items(), key=lambda item: item[1])
-        session.writer.emit("autotune_choices", current_compile_id(), None, op=name,
-                            inputs=[str(list(node.get_size())) for node in input_nodes],
-                            choices=[{"name": c.name, "description": getattr(c, "description", ""),
-                                      "ms": ms} for c, ms in choices])
-
-    select_algorithm.add_feedback_saver(feedback)
-
-
-def _attached(session: CaptureSession, stage: str, hook) -> None:
-    """`hook(session)`; one missing in this torch costs its part only (a `stage_error`)."""
-    try:
-        hook(session)
-    except (ImportError, AttributeError) as exc:
-        session.writer.emit("stage_error", None, None, stage=stage,
-                            message=f"not captured in this torch: {type(exc).__name__}: {exc}")
-
-
-def attach_cudagraphs(session: CaptureSession) -> None:
+def attach(session: CaptureSession) -> None:
     """`cudagraph_log` records: why CUDA graphs were skipped or recorded again."""
-    _attached(session, "cudagraphs", record_cudagraph_log)
-
-
-def attach_autotune(session: CaptureSession) -> None:
-    """`autotune_choices` records: every choice Inductor's autotuning benchmarked."""
-    _attached(session, "autotuning", record_autotune_choices)
+    attached(session, "cudagraphs", record_cudagraph_log)
