@@ -3,6 +3,7 @@ written by compiler_core/runtime/measure): eager vs compiled for every compiled 
 
 from __future__ import annotations
 
+from .attribution import attribute
 from .spec import Feature, Part, Stage, record
 
 SPECS = (Stage("timings", "Timings (measured)", "Measured after the script ran: every compiled "
@@ -31,8 +32,18 @@ def note_kernel_profile(run) -> None:
                 "torch.compile run has no such line")
 
 
+def timing_entries(run) -> list[dict]:
+    """The timing records' entries, each with its kernel attribution (`attribution`)."""
+    entries = [r["meta"] for r in run.all("timing")]
+    for entry in entries:
+        attribution = attribute(entry, run.compiles, run.user_file)
+        if attribution:
+            entry["attribution"] = attribution
+    return entries
+
+
 FEATURE = Feature(
     "timings", records=(record("timing"), record("kernel_profile")), stages=SPECS,
     attach=("runtime.measure:attach",),
     run_parts=(Part(None, note_kernel_profile, name="kernel_profile"),
-               Part("timings", lambda run: [r["meta"] for r in run.all("timing")], [])))
+               Part("timings", timing_entries, [])))

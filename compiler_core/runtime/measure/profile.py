@@ -22,6 +22,7 @@ import time
 
 import torch
 
+from .attribution import cpu_units, cuda_units
 from .contention import Watch
 
 TOP_ROWS = 25
@@ -113,9 +114,18 @@ def profile_cpu(fn, calls: int, rounds: int = PROFILE_ROUNDS) -> dict:
             name = _kernel_name(event.name)
             groups.setdefault(name, []).append({"us": event.self_cpu_time_total,
                                                 "kind": _kind(name, "cpu_op")})
+    started = time.perf_counter()
+    units = cpu_units(events, calls, lambda event: _kernel_name(event.name), _is_busy)
+    units_s = time.perf_counter() - started
     return {"rows": _rows(groups, calls), "wall_us_per_call": wall_us,
             "events_per_call": sum(map(len, groups.values())) / calls,
-            "contention": contention, "regions": compiled_regions(e.name for e in events)}
+            "contention": contention, "regions": compiled_regions(e.name for e in events),
+            "units": units, "units_s": units_s}
+
+
+def _is_busy(name: str) -> bool:
+    """Whether a CPU profile's row counts as work (`totals`' busy time): not a framework range."""
+    return _kind(name, "cpu_op") != "framework" and not name.startswith("ProfilerStep")
 
 
 # What a profile must show to be a breakdown of the call (`withheld_reason`): its rows add up
@@ -221,5 +231,8 @@ def profile_cuda(fn, calls: int, flush) -> dict:
             counted.add(op_id)
             entry["flop"] = _matmul_flop(ops.get(op_id))
         groups.setdefault(e["name"], []).append(entry)
+    started = time.perf_counter()
+    units = cuda_units(events, calls, NAME)
     return {"rows": _rows(groups, calls),
-            "regions": compiled_regions(e.get("name", "") for e in events)}
+            "regions": compiled_regions(e.get("name", "") for e in events),
+            "units": units, "units_s": time.perf_counter() - started}

@@ -169,6 +169,8 @@ def per_kernel(calls: dict, device: Device, e2e: dict, launches: dict,
     for name, profile in profiles.items():
         out["totals"][name] = totals(profile, e2e[basis][name]["median_ms"])
         out[name] = [] if out["totals"][name].get("withheld") else top(profile["rows"])
+    out["units"] = {name: profile["units"] for name, profile in profiles.items()}
+    out["units_s"] = round(sum(profile["units_s"] for profile in profiles.values()), 4)
     return out, profiles["compiled"]["regions"]
 
 
