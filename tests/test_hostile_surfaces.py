@@ -3,7 +3,8 @@ fleet's, is bounded by what it is allowed.
 
 - the CLI prints a job's text (its error, a phase it names) with control characters shown, never
   sent: no clipboard write (OSC 52), window title, erase line or fake colours from a job;
-- a script's build-cache folder is pruned after the run when it passed the job's disk limit;
+- a script's build-cache folder counts toward the job's disk limit while it runs: past it the
+  job is stopped (DiskLimit), and the folder is removed after the run;
 - a `%%torchbolt` cell without the sandbox refuses unless told `--unsafe-no-sandbox`, and says
   which way it ran;
 - a run's Redis stream sheds its records once its result is in; a run's records on the stream
@@ -75,22 +76,44 @@ def tree_bytes(path: str) -> int:
                for folder, _, names in os.walk(path) for name in names)
 
 
-def test_a_scripts_build_cache_is_pruned_when_it_passed_the_disk_limit(tmp_path, monkeypatch):
-    """A script that writes 48 MB into its build-cache folder, with a 32 MB disk limit: the
-    folder does not outlive the run (its kernels would count toward nothing otherwise)."""
+def test_a_script_filling_its_build_cache_is_stopped_at_the_disk_limit(tmp_path, monkeypatch):
+    """A script that writes up to 512 MB into its build-cache folder, 8 MB at a time, with a
+    32 MB disk limit: it is stopped near the limit with a DiskLimit error naming the build
+    cache, and the folder does not outlive the run (before: all 512 MB were written, the run
+    ended normally, and only then was the folder removed)."""
     from compiler_core.__main__ import run_script
     from compiler_core.options import Options
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     source = ("import os\n"
               "cache = os.path.dirname(os.environ['TORCHINDUCTOR_CACHE_DIR'])\n"
-              "for i in range(6):\n"
+              "block = os.urandom(8 << 20)\n"
+              "for i in range(64):\n"
               "    with open(os.path.join(cache, f'junk{i}'), 'wb') as fh:\n"
-              "        fh.write(os.urandom(8 << 20))\n")
+              "        fh.write(block)\n"
+              "    print(i, flush=True)\n")
     path = tmp_path / "fill.py"
     path.write_text(source)
-    result = run_script(source, str(path), Options(measure=False, views=False, disk_mb=32))
-    assert result["error"]["type"] == "NoCompile"  # it ran to its end
     folder = tmp_path / "cache" / "torchbolt" / "build" / "scripts" / script_key(source)
+    peak, done = [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.005):
+            peak[0] = max(peak[0], tree_bytes(str(folder)) if folder.exists() else 0)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    started = time.monotonic()
+    try:
+        result = run_script(source, str(path), Options(measure=False, views=False, disk_mb=32))
+    finally:
+        done.set()
+        sampler.join()
+    written = len(result["stdout"].split())
+    print(f"build cache, 32 MB limit: {written} blocks of 8 MB written, the folder's peak "
+          f"{peak[0] / 2**20:.0f} MB, {time.monotonic() - started:.1f} s; {result['error']}")
+    error = result["error"]
+    assert error["type"] == "DiskLimit" and "build cache" in error["message"], error
+    assert written < 12 and peak[0] < 96 << 20, (written, peak[0])
     assert tree_bytes(str(folder)) < 32 << 20
 
 

@@ -8,9 +8,12 @@ changes anything in it but to remove it whole (`ROOT` is `~/.cache/torchbolt/bui
   folder its jobs write (at `sandbox.CACHE_MOUNT`). Handed to the jobs' user once, when made
   (`sandbox.prepare_cache_dir`). A run holds `<key>.lock` (flock) for as long as it runs: two
   runs of one script take turns, and pruning passes over it. The `KEEP_SCRIPTS` most recently
-  run scripts keep theirs. The folder counts toward the job's disk limit: after the run (its
-  processes gone, the lock still held) one larger than the limit is removed whole, measured by
-  a descriptor walk that follows no link.
+  run scripts keep theirs. The folder counts toward the job's disk limit: while the job runs the
+  supervisor measures it (`over_limit`, as often as every 20 ms while a walk is cheap) and stops
+  the job past the limit (a DiskLimit error: a script writing 512 MB into it at 8 MB a time,
+  with a 32 MB limit, is stopped after a few blocks); after the run (its processes gone, the
+  lock still held) one larger than the limit is removed whole. Each measure is a descriptor
+  walk that follows no link.
 - `ROOT/header/`: Inductor's precompiled C++ header (7.6 s to build here), shared by every
   script, so no job writes it: the zygote's own warm-up, which runs no user code, builds it
   when it is missing, and jobs see it through an overlay of their own (`jail.show_in_tmp`).
@@ -26,10 +29,12 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import time
 
 from . import sandbox
 
 KEEP_SCRIPTS = 32
+MEASURE_COST_SHARE = 0.02  # walking the folder takes at most this share of the run's time
 BLOCK_BYTES = 4096  # what each file or folder costs at least, an empty one included
 HEADER_MOUNT = "/tmp/torchinductor_nobody"  # the zygote's Inductor folder (its USER is nobody)
 
@@ -62,6 +67,7 @@ class BuildCache:
         self.scripts = os.path.join(self.root, "scripts")
         self.disk_bytes = disk_mb << 20
         self._lock_fd: int | None = None
+        self._next_measure = 0.0
 
     def attach(self, sandboxed: bool) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
         """(writable (host folder, where the sandbox sees it) pairs, environment) of this run;
@@ -94,6 +100,17 @@ class BuildCache:
                 os.utime(fd)  # when this script last ran, for pruning
                 return fd
             os.close(fd)
+
+    def over_limit(self) -> bool:
+        """Whether the script's folder holds more than the job's disk limit now; called as
+        the job runs, it walks the folder only when the last walk's cost allows
+        (`MEASURE_COST_SHARE`), so a folder of many small files costs the supervisor little."""
+        now = time.monotonic()
+        if self._lock_fd is None or now < self._next_measure:
+            return False
+        over = disk_bytes(os.path.join(self.scripts, self.key), self.disk_bytes) > self.disk_bytes
+        self._next_measure = now + (time.monotonic() - now) / MEASURE_COST_SHARE
+        return over
 
     def release(self) -> None:
         """After the run, once its processes are gone."""

@@ -22,7 +22,8 @@ from .slot import Slot
 class JobOutcome:
     """What the supervisor observed about how a job ended."""
     returncode: int | None = None
-    killed_for: str | None = None  # "timeout", "memory", "cpu", "records", "cancelled", "worker"
+    killed_for: str | None = None  # "timeout", "memory", "cpu", "records", "disk" (the CLI's
+    # build cache), "cancelled", "worker"
 
 
 def read_capped(path: str, limit: int) -> str:
@@ -95,6 +96,11 @@ def abnormal_end(slot: Slot, user_file: str, options: Options, outcome: JobOutco
         kind = ErrorKind.CPU_LIMIT
         message = (f"the script used more than the {options.cpu_s:g} s CPU-time limit (all its "
                    f"processes together){where}")
+    elif outcome.killed_for == "disk":
+        kind = ErrorKind.DISK_LIMIT
+        message = (f"the script wrote more than the job's {options.disk_mb} MB disk limit into "
+                   f"its build cache (kept kernels), so it was stopped{where}; the folder is "
+                   "removed")
     elif outcome.killed_for == "records":
         setting = LIMITS[over_limit or "records_per_job"]
         kind = ErrorKind.RECORD_LIMIT
