@@ -25,10 +25,13 @@ NODE_LINE = re.compile(r'^\s+(?P<node>\w+)(?::\s*"[^"]*")?\s*=\s*(?P<expr>.*?)'
                        r'(?:;\s+\w+(?:\s*=\s*\w+)*\s*=\s*None)?\s*$')
 CALL = re.compile(r"^(?P<callee>[\w.]+)\(")
 BINARY = re.compile(r"^[\w.]+ (?P<op>\*\*|//|[*+\-/@%]) [\w.]+$")
+# FX writes `operator.iadd(a, b)` as `a += b;  iadd = a`
+INPLACE = re.compile(r"^\s+[\w.]+ (?P<op>\*\*|//|[*+\-/@%])= [\w.]+;\s+(?P<node>\w+)")
 FALLBACK_CALL = re.compile(r"^\s+\w+ = torch\.ops\.aten\.(?P<op>\w+)\.\w+\(", re.M)
 FILE_COMMENT = re.compile(r"^\s+# File: (?P<file>.*?):(?P<line>\d+) in ")
 NUMBERED = re.compile(r"_\d+$")
 SOURCE_NODES = re.compile(r"# Topologically Sorted Source Nodes: \[(?P<nodes>[^\]]*)\]")
+GENERATED = ("triton", "cpp")
 SLOWER_BY_US = 1.0  # a kernel is marked slower past this and 5 % of its eager ops' time
 SLOWER_BY_SHARE = 0.05
 ERROR = ("Each side's kernel rows add up to its profile's busy time per call (the same profile "
@@ -61,6 +64,10 @@ def dynamo_nodes(text: str, user_file: str) -> list[tuple[str, str, int | None]]
         comment = FILE_COMMENT.match(line)
         if comment:
             user_line = int(comment["line"]) if comment["file"] == user_file else None
+            continue
+        inplace = INPLACE.match(line)
+        if inplace:
+            out.append((inplace["node"], OPERATORS[inplace["op"]], user_line))
             continue
         match = NODE_LINE.match(line)
         op = node_op(match["expr"]) if match else None
@@ -146,10 +153,11 @@ class Owners:
 
 def kernel_rows(rows: Rows, kernels: list[dict]) -> Owners:
     """A row per compiled kernel (kernels of one profile name share it), what each holds, and
-    its recomputed post-grad nodes (held by several kernels of a compile)."""
+    its recomputed post-grad nodes (held by several generated kernels of a compile; a library
+    call and the kernel that adds its epilogue split a node, they don't recompute it)."""
     owners = Owners()
     holders: dict[tuple, int] = {}
-    for kernel in kernels:
+    for kernel in (k for k in kernels if k["kind"] in GENERATED):
         for node in kernel.get("nodes") or []:
             holders[(kernel["compile"], node)] = holders.get((kernel["compile"], node), 0) + 1
     for kernel in kernels:
@@ -159,7 +167,7 @@ def kernel_rows(rows: Rows, kernels: list[dict]) -> Owners:
                               "graph": kernel.get("graph")})
         row["lines"] = sorted(set(row["lines"]) | set(kernel.get("lines") or []))
         row["recomputed"] += [n for n in kernel.get("nodes") or []
-                              if holders[(compile_id, n)] > 1]
+                              if holders.get((compile_id, n), 0) > 1]
         for node in kernel.get("dynamo_nodes") or []:
             owners.add(owners.nodes, (compile_id, node), name)
         for line in kernel.get("lines") or []:
@@ -264,9 +272,9 @@ def waterfall(rows: list[dict], eager_e2e: float, compiled_e2e: float) -> list[d
         return sum(r["saved_us"] for r in rows if pick(r))
 
     def fused(r):
-        return r["kind"] in ("triton", "cpp") and len({o["node"] for o in r["eager_ops"]}) > 1
+        return r["kind"] in GENERATED and len({o["node"] for o in r["eager_ops"]}) > 1
     steps = [("fusion (kernels holding several eager ops)", saved(fused)),
-             ("one-op kernels", saved(lambda r: r["kind"] in ("triton", "cpp") and not fused(r))),
+             ("one-op kernels", saved(lambda r: r["kind"] in GENERATED and not fused(r))),
              ("library calls", saved(lambda r: r["kind"] in ("extern", "fallback"))),
              ("eager work removed", saved(lambda r: r["kind"] == "eager only")),
              ("other compiled work", saved(lambda r: r["kind"] in ("compiled only",

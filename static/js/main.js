@@ -60,6 +60,15 @@ const panes = new Panes($("#panes"), settings, {
   optionLabel: (name) => boot.catalogue.options.find((o) => o.name === name)?.label ?? name,
   onRunWith: (name) => { setOptions({ [name]: true }); persist(); compile(); },
 });
+// The timings' kernel attribution (attribution.js) links a row to the user's lines and a kernel
+// to its source: the Kernels stage of its compile, in the pane beside the timings.
+document.addEventListener("torchbolt-line", (event) => showUserLine(event.detail.line));
+document.addEventListener("torchbolt-kernel", (event) => {
+  const from = panes.panes.find((pane) => pane.el.contains(event.target)) ?? panes.panes[0];
+  const target = panes.panes.length > 1 ? panes.panes[(panes.panes.indexOf(from) + 1) % panes.panes.length] : from;
+  target.choose({ compile: event.detail.compile });
+  panes.openKernel(event.detail.name, from);
+});
 const run = new RunPanel($("#run"), settings, {
   errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
   onCompile: (id) => panes.showCompile(id),

@@ -8,6 +8,7 @@
 
 import { h, clear } from "./dom.js";
 import { loadPlotly } from "./plotly.js";
+import { renderAttribution } from "./attribution.js";
 
 const RATES = [ // optional kernel columns (GPU): [row key, header, format]
   ["us_alone", "alone, per launch (as do_bench)", (v) => duration(v / 1e3)],
@@ -163,6 +164,7 @@ function card(entry, result, figures) {
       ` · clock: ${entry.clock}`),
     endToEnd(entry),
     launches(entry.kernels, entry.e2e.cold ?? entry.e2e.warm),
+    renderAttribution(entry.attribution),
     entry.notes.map((note) => h("p", { class: "note" }, note)),
     entry.peaks ? h("p", { class: "muted" }, `Peaks: ${entry.peaks.bandwidth_gbps.toFixed(0)} GB/s memory ` +
       `bandwidth (${entry.peaks.bandwidth_source}; a 1 GiB copy reached ${entry.peaks.copy_gbps.toFixed(0)} GB/s), ` +
