@@ -7,10 +7,13 @@ graph nodes (`postToPre`): the user's torch calls, each of which eager ran as on
 op (`torch._C._nn.gelu(y)` as `aten::gelu`, `a * b` as `aten::mul`). The n-th eager call of an op
 is the n-th Dynamo node of that op, in graph order over the graphs the compiled call ran
 (`matched` "order"); where the counts differ, an op's eager time is split evenly over its nodes
-(`matched` "name"). A node whose work several kernels share (split or recomputed) has its eager
-time split evenly over them. Eager work that no kernel holds (views, no-ops Inductor removed, ops
-outside the graphs) and compiled work that holds no eager op are rows of their own, and so is the
-time outside kernels on each side, so that the rows add up to each side's call.
+(`matched` "name"); a node no kernel holds goes to the kernels written for its user line
+(`matched` "line": a pattern Inductor replaced can lose its provenance), and eager backward ops
+to the backward kernels holding post-grad nodes of that op (`matched` "backward name"). A node
+whose work several kernels share (split or recomputed) has its eager time split over them by
+their compiled time. Eager work no kernel holds (views, no-ops Inductor removed, ops outside the
+graphs) and compiled work that holds no eager op are rows of their own, and so is the time
+outside kernels on each side, so that the rows add up to each side's call.
 """
 
 from __future__ import annotations
@@ -184,8 +187,14 @@ def assign_eager(rows: Rows, units: list[dict], nodes: list[tuple],
     line); then units left onto backward kernels holding post-grad nodes of their op; the units
     no kernel holds, returned."""
     def give(unit: dict, us: float, kernels: list[str], node, matched: str) -> None:
-        for name in kernels:
-            rows.add_eager(rows.rows[name], unit["name"], node, us / len(kernels),
+        """Split over the kernels holding it by their compiled time (evenly where none has any):
+        a matmul's library call and the kernel adding its bias share the linear's eager time
+        as they share its compiled time."""
+        weights = [rows.rows[name]["compiled_us"] for name in kernels]
+        total = sum(weights)
+        for name, weight in zip(kernels, weights):
+            rows.add_eager(rows.rows[name], unit["name"], node,
+                           us * (weight / total if total else 1 / len(kernels)),
                            matched=matched, shared=len(kernels) if len(kernels) > 1 else None)
     by_op: dict[str, list[dict]] = {}
     for unit in units:
