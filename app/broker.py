@@ -266,8 +266,9 @@ class BrokerManager(JobManager):
         try:
             return super().keep(run, result)
         except StoreFull as full:
-            result.setdefault("truncated", []).append({"limit": "fleet_store_bytes",
-                                                       "message": str(full)})
+            result.setdefault("truncated", []).append({
+                "limit": "fleet_store_bytes",
+                "message": f"{full}: this page shows it, its share link will not open it"})
             return False
         except BrokerDown:
             return False

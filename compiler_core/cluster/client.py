@@ -174,10 +174,9 @@ class Broker:
             saved = store.save(self.conn, key, source, options, blob)
         if not saved:
             raise StoreFull(
-                f"this result was not stored: the fleet's shared store is at its bound "
+                f"the result was not stored: the fleet's shared store is at its bound "
                 f"({limit('fleet_store_bytes') / 2**20:g} MiB, the fleet_store_bytes limit) "
-                "with results used within the last hour; the job's page shows it, its share "
-                "link will not open it")
+                "with results used within the last hour")
 
     def load_result(self, key: str) -> tuple[str, dict, bytes] | None:
         """(source, options, compressed result) or None."""
