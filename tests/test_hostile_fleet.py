@@ -114,6 +114,8 @@ def test_many_addresses_of_one_network_leave_room_in_the_fleet_queue(fleet_web):
         rss = rss_mb()
         flood(port, [f"127.0.0.{100 + i}" for i in range(33)], 2, jobs, statuses, refusals)
         queued, grown = waiting(conn), conn.info("memory")["used_memory"] - memory
+        refused_address = f"127.0.0.{100 + statuses.index(429) // 2}"
+        leases = conn.zcard(protocol.lease_key(refused_address))
         new = submit(port, "127.0.1.50", "a new client")
         same_network = submit(port, "127.0.0.99", "a new address of the same /24")
         for address, (status, answer, _) in (("127.0.1.50", new), ("127.0.0.99", same_network)):
@@ -131,6 +133,7 @@ def test_many_addresses_of_one_network_leave_room_in_the_fleet_queue(fleet_web):
     refusal = statuses.index(429)
     assert refusal % 2 == 1  # a second job of an address, never a first
     assert_refusal(429, refusals[429], 429, "queued_per_network", "127.0.0.0/24")
+    assert leases == 1  # the refused submit holds no place of the client's per-client limit
     assert waiting(conn) == 0  # the cancels emptied it
 
 
