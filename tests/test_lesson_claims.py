@@ -8,6 +8,8 @@ and a break's headline is PyTorch's own `gb_type`.
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from compiler_core import Options, list_lessons
@@ -155,6 +157,35 @@ def test_lesson_jit_vs_aot(lesson):
     # loading the package and its first call cost less than the JIT's first call
     assert 0 < aoti["load_s"] + aoti["first_call_s"] < aoti["jit_first_call_s"]
     assert "no start-up latency, no Python" in text and "shared library" in text
+
+
+def shown_text(result: dict, pane) -> str:
+    """What a step's pane shows of the real result: its stage's text; for Kernels, the output
+    code's kernels and the kernel list's fusion decisions."""
+    entries = result["compiles"] + result["exports"] + result["torchscript"]
+    entry = next(e for e in entries if e["id"] == pane.compile)
+    if pane.stage != "kernels":
+        return entry["stages"][pane.stage]["text"]
+    decisions = entry["fusion"]["decisions"]
+    return "\n".join([entry["stages"]["output_code"]["text"], *(d["reason"] for d in decisions)])
+
+
+def test_each_step_points_at_code_and_text_its_example_has(gallery_results):
+    """Each step's points (the browser walk scrolls to each and finds it readable on screen):
+    an editor point is a line of the script's code (not its docstring or a comment), a pane's is
+    in that pane's real stage."""
+    for lesson, example in list_lessons():
+        result = gallery_results[example.slug]
+        code_from = ast.parse(example.source).body[1].lineno  # past the module's docstring
+        for step in lesson.steps:
+            assert step.points, step.text
+            for point in step.points:
+                if point.place == "editor":
+                    line = line_of(example.source, point.text)
+                    assert line >= code_from, point
+                    assert not example.source.split("\n")[line - 1].strip().startswith("#"), point
+                else:
+                    assert point.text in shown_text(result, step.panes[point.place]), point
 
 
 def test_every_lesson_has_its_claims_test():

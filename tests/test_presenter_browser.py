@@ -82,8 +82,10 @@ def lesson_state(page):
 
 # What a lesson step's scene puts on screen, measured in the page: each pane's compile, stage,
 # view and diff side; the run panel's tab; whether each spot the text points at (spots.js's
-# table) and each UI label the text quotes is visible in the window, not only in the DOM.
-SCENE_SHOWN = """async ([spots, quoted]) => {
+# table), each UI label the text quotes and each point it is about (lessons.py's `points`) is
+# visible in the window, not only in the DOM, and the font size of the spots and points.
+SCENE_SHOWN = """async ([spots, quoted, points]) => {
+    const READ = '.lesson-text, .lesson-text code, .cm-line, .census, .kernel-list li *, .guards li *';
     const { SPOTS } = await import('/static/js/spots.js');
     // Inside the window and every box that clips it (its top 20 px for a tall element).
     const shown = (el) => { const r = el?.getBoundingClientRect();
@@ -97,6 +99,15 @@ SCENE_SHOWN = """async ([spots, quoted]) => {
     const label = (el) => (el.tagName === 'SELECT' ? el.selectedOptions[0]?.text ?? '' : el.textContent);
     const leaves = [...document.querySelectorAll('#workspace *')].filter((el) => !el.closest('#lesson')
         && el.tagName !== 'OPTION' && (el.tagName === 'SELECT' || !el.children.length));
+    const font = (el) => parseFloat(getComputedStyle(el).fontSize);
+    // A point: the innermost elements of its place holding its text; is one of them shown, how large?
+    const point = ({ text, place }) => {
+        const root = document.querySelector(place === 'editor' ? '#editor' : `.pane[data-index="${place}"] .pane-body`);
+        const holders = [...root.querySelectorAll('*')].filter((el) => el.textContent.includes(text)
+            && ![...el.children].some((child) => child.textContent.includes(text)));
+        const seen = holders.filter(shown);
+        return { shown: seen.length > 0, font: seen.length ? Math.min(...seen.map(font)) : 0 };
+    };
     const tab = document.querySelector('[role=tab][aria-selected=true]').dataset.tab;
     return {
         panes: [...document.querySelectorAll('.pane')].map((p) => ({
@@ -104,16 +115,24 @@ SCENE_SHOWN = """async ([spots, quoted]) => {
             view: p.dataset.view, diff: p.dataset.diff ?? '' })),
         tab, tabShown: shown(document.querySelector(`.tab-panel.${tab}`)),
         spots: Object.fromEntries(spots.map((name) => [name, shown(document.querySelector(SPOTS[name]))])),
+        spotFonts: Object.fromEntries(spots.map((name) => [name, font(document.querySelector(SPOTS[name]))])),
+        points: points.map((p) => ({ ...p, ...point(p) })),
+        readFont: Math.min(...[...document.querySelectorAll(READ)].filter(shown).map(font)),
         quoted: Object.fromEntries(quoted.map((term) => [term,
             leaves.some((el) => label(el).includes(term) && shown(el))])),
     };
 }"""
 
 
-def check_scene(page, step):
-    """The step's scene is on screen: panes, tab, spots and every “quoted” UI label."""
+READABLE_PX = 18  # a projector's smallest text at 1280x720 (issue 41)
+
+
+def check_scene(page, step, present=True):
+    """The step's scene is on screen: panes, tab, spots, every “quoted” UI label and every
+    point the step is about; in presenter mode its text, spots and points are readable."""
     quoted = re.findall("“(.+?)”", step.text)
-    shown = page.evaluate(SCENE_SHOWN, [list(step.spots), quoted])
+    points = [{"text": point.text, "place": point.place} for point in step.points]
+    shown = page.evaluate(SCENE_SHOWN, [list(step.spots), quoted, points])
     sides = {pane.diff for pane in step.panes if pane.diff is not None}
     for index, (want, got) in enumerate(zip(step.panes, shown["panes"], strict=True)):
         assert (got["compile"], got["stage"]) == (want.compile, want.stage), (index, got)
@@ -121,6 +140,21 @@ def check_scene(page, step):
         assert got["diff"] == ("new" if want.diff is not None else "old" if index in sides else ""), got
     assert shown["tab"] == step.tab and shown["tabShown"], shown
     assert all(shown["spots"].values()) and all(shown["quoted"].values()), (step.text, shown)
+    assert all(point["shown"] for point in shown["points"]), (step.text, shown["points"])
+    if present:
+        fonts = [shown["readFont"], *(point["font"] for point in shown["points"]),
+                 *(size for name, size in shown["spotFonts"].items() if name != "break_mark")]
+        assert min(fonts) >= READABLE_PX, (step.text, shown)
+    return shown
+
+
+def toolbar_rows(page):
+    """The top bar's visible controls: their rows (one: no two are stacked), and the boxes."""
+    return page.evaluate("""() => {
+        const boxes = [...document.querySelectorAll('.topbar > *')].filter((el) => el.getBoundingClientRect().height)
+            .map((el) => { const r = el.getBoundingClientRect(); return [el.id || el.className, r.top, r.bottom]; });
+        return [Math.min(...boxes.map((b) => b[2])) > Math.max(...boxes.map((b) => b[1])) ? 1 : 2, boxes];
+    }""")
 
 
 def walk(lessons):
@@ -140,7 +174,9 @@ def test_a_speaker_walks_every_lesson_in_presenter_mode(browser, app, live_serve
     with opened(browser, f"{live_server}/?present=1", width, height) as page:  # opens on lesson 1
         assert page.locator(".pane").count() == 2
         assert page.get_attribute("#present", "aria-pressed") == "true"
-        assert "mode: default" in page.inner_text("#options [name=mode]")  # a labelled menu
+        assert page.is_hidden("#options") and page.is_hidden("#env")  # the run's, not the talk's
+        rows, boxes = toolbar_rows(page)
+        assert rows == 1, boxes
         for at, (index, number, step) in enumerate(path):
             page.wait_for_selector(f"body[data-scene='{lessons[index][0].slug} {number}']",
                                    timeout=180_000)
@@ -234,16 +270,35 @@ def test_timings_say_in_words_what_they_measured(browser, live_server, compiled)
     with opened(browser, f"{live_server}/r/{job['key']}?present=1") as page:
         page.select_option(f"{pane(page, 1)} .pane-stage", "timings")
         page.wait_for_selector(f"{pane(page, 1)} .pane-body[data-ready]")
-        verdict = page.inner_text(f"{pane(page, 1)} .speed-verdict")
-        timed, said = verdict.split(": ", 1)  # what was timed, then the verdict
-        assert timed == job["result"]["timings"][0]["timed"], verdict
-        assert said.startswith(("compiled is about", "compiled is slower", "can't tell")), verdict
+        headline = page.inner_text(f"{pane(page, 1)} .speed-headline")  # first, in a few words
+        detail = page.inner_text(f"{pane(page, 1)} .speed-detail")
+        timed, said = detail.split(": ", 1)  # what was timed, then the verdict
+        assert timed == job["result"]["timings"][0]["timed"], detail
+        assert said.startswith(("compiled is about", "compiled is slower", "can't tell")), detail
+        assert headline.startswith(("Compiled is about", "Can't tell")), headline
+        assert headline.startswith("Can't tell") == said.startswith("can't tell")
+        for figure in re.findall(r"[\d.]+×", headline):  # the engine's figure, as the detail says it
+            assert figure in said, (headline, said)
+        assert page.evaluate("""(sel) => { const card = document.querySelector(sel + ' .timing-card');
+            const first = card.querySelector('h3').nextElementSibling;
+            return first.matches('.speed-verdict') && first.firstElementChild.matches('.speed-headline')
+                && parseFloat(getComputedStyle(first.firstElementChild).fontSize) >= 24; }""", pane(page, 1))
         terms = page.eval_on_selector_all(f"{pane(page, 1)} abbr.term", "(els) => els.map((e) => [e.textContent, e.title])")
         assert {"IQR", "busy", "speed-up"} <= {word for word, _ in terms} and all(title for _, title in terms)
         if job["result"]["timings"][0]["plots"]["kernels"]:  # none where a busy machine profiled
             page.locator(f"{pane(page, 1)} .ytitle").scroll_into_view_if_needed()
             title, plot = box(page, f"{pane(page, 1)} .ytitle"), box(page, f"{pane(page, 1)} .timing-plot")
             assert title["x"] >= plot["x"]  # the y axis's title is not cut
+            # the stacked bars' legend: a key per segment, in the colour of its segment
+            legend = page.evaluate("""(sel) => {
+                const colour = (el) => getComputedStyle(el).fill;
+                const segments = [...document.querySelectorAll(sel + ' .timing-plot .bars .point path')];
+                const keys = [...document.querySelectorAll(sel + ' .plot-legend .plot-key')];
+                return { segments: segments.map(colour).sort(), keys: keys.map((k) => getComputedStyle(k.querySelector('i')).backgroundColor).sort(),
+                         names: keys.map((k) => k.textContent) }; }""", pane(page, 1))
+            assert legend["keys"] and legend["keys"] == legend["segments"], legend
+            rows = job["result"]["timings"][0]["kernels"]
+            assert any(rows["compiled"][0]["name"] in name for name in legend["names"]), legend
         shot(page, "presenter_timings")
 
 
@@ -326,3 +381,26 @@ def test_a_refused_submit_says_why_in_the_run_panel(browser, live_server):
         page.wait_for_selector("#run[data-status=failed]")
         assert "did not take this run" in page.inner_text("#run .run-status")
         assert "the limit per client is 2" in page.inner_text("#run .tab-panel.output .error-box")
+
+
+def test_a_phone_gets_one_column(browser, live_server, compiled):
+    """Below 900 px (an attendee's phone, 390x844) the lesson, the editor, the run panel and
+    each pane are one column of the window's width that scrolls, with readable code."""
+    job = compiled(BREAK)
+    with opened(browser, f"{live_server}/r/{job['key']}?present=0", 390, 844) as page:
+        page.wait_for_function(NOTHING_LOADING)
+        shot(page, "narrow_390")
+        layout = page.evaluate("""() => {
+            const parts = ['#editor', '#run', ...[...document.querySelectorAll('.pane')].map((p) => `.pane[data-index="${p.dataset.index}"]`)];
+            return { overflow: document.documentElement.scrollWidth - innerWidth,
+                     boxes: parts.map((sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+                                                 return [r.left, r.width, r.top, r.bottom]; }),
+                     code: Math.min(...[...document.querySelectorAll('.cm-content')].map((el) => parseFloat(getComputedStyle(el).fontSize))) };
+        }""")
+        assert layout["overflow"] <= 0, layout
+        assert all(left >= 0 and width >= 370 for left, width, _, _ in layout["boxes"]), layout
+        tops = [(top, bottom) for _, _, top, bottom in layout["boxes"]]
+        assert all(below[0] >= above[1] - 1 for above, below in zip(tops, tops[1:])), layout  # stacked
+        assert layout["code"] >= 14, layout
+        page.locator(pane(page, 1)).scroll_into_view_if_needed()
+        shot(page, "narrow_390_pane")

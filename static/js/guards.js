@@ -1,9 +1,10 @@
 // Guards grouped by what they guard (`L['x']`, globals, global state), each pointing at the
 // user line it came from. A tensor's TENSOR_MATCH guard is summarised as dtype/size/stride/grad.
-// Symbolic shape guards (relations between sizes) get their own group, first and open. Runs of
-// one kind in a group (the five DIMENSION_DYNAMIC_MARKING_GUARDs of every tensor) fold into one
-// line with a count. `failed` (guard index -> the recompiles whose reason names it) marks the
-// guards whose failure made Dynamo compile again.
+// Symbolic shape guards (relations between sizes) get their own group, first and open, each
+// relation on its own line. Runs of one kind in another group (the five
+// DIMENSION_DYNAMIC_MARKING_GUARDs of every tensor) fold into one line with a count. `failed`
+// (guard index -> the recompiles whose reason names it) marks the guards whose failure made
+// Dynamo compile again.
 
 import { h, lineLink } from "./dom.js";
 
@@ -54,10 +55,10 @@ function runsOf(entries) {
   return runs;
 }
 
-function groupItems(entries, failed, onLine) {
+function groupItems(entries, failed, onLine, fold) {
   return runsOf(entries).map(([kind, run]) => {
     const items = run.map(([guard, index]) => guardItem(guard, failed.get(index), onLine));
-    if (run.length < FOLD_AT) return items;
+    if (!fold || run.length < FOLD_AT) return items;
     const anyFailed = run.some(([, index]) => failed.has(index));
     return h("li", { class: "guard-fold" }, h("details", { open: anyFailed },
       h("summary", {}, h("span", { class: "guard-kind" }, kind), h("span", { class: "chip count" }, `×${run.length}`),
@@ -88,7 +89,7 @@ export function renderGuards(artifact, onLine, failed = new Map()) {
         h("summary", {}, h("span", { class: "guard-source" }, title),
           tensor ? h("span", { class: "chip tensor" }, "tensor") : null,
           h("span", { class: "muted" }, ` ${entries.length} guard${entries.length > 1 ? "s" : ""}`)),
-        h("ul", {}, groupItems(entries, failed, onLine)));
+        h("ul", {}, groupItems(entries, failed, onLine, kind !== "symbolic")));
     }));
 }
 

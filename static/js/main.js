@@ -90,7 +90,7 @@ function showScene() {
     return spotlight.clear();
   }
   showLayout(checkLayout(scene, panes.result));
-  spotlight.show(scene.spots, () => { document.body.dataset.scene = scene.id; });
+  spotlight.show(scene.spots, scene.points ?? [], () => { document.body.dataset.scene = scene.id; });
 }
 
 // A share link's layout (its fragment, checked against the shared result), presenter mode included.

@@ -89,32 +89,35 @@ function replayedText(entry, result) {
   return ` The timed call ran ${graphs} of this callable's ${all.length} (${all.join(", ")}).${other}`;
 }
 
-// The room's answer first, named by what was timed (the script's call, with a backward only
-// where the script ran one): faster, slower, or can't tell on this machine, and why.
+// The room's answer first: a headline (faster, slower or can't tell, by how much: the engine's
+// verdict and median ratio), then the sentence that says what was timed (the script's call, with
+// a backward only where the script ran one), how the figure was found and why it can't tell.
 function speedVerdict(entry, result) {
   const series = entry.e2e?.warm; // the series to compare first (endToEnd's first row)
   const s = series?.speedup;
   // `timed` is absent from results stored before it existed
   const timed = entry.timed ?? (entry.mode === "forward+backward" ? "Forward and backward" : "One call");
   const graphs = replayedText(entry, result);
-  if (!s) return h("p", { class: "speed-verdict unclear" }, `${timed}: no speed verdict, compiled's output differs from eager's.${graphs}`);
+  const said = (cls, headline, ...detail) => h("div", { class: `speed-verdict ${cls}` },
+    h("p", { class: "speed-headline" }, headline), h("p", { class: "speed-detail" }, `${timed}: `, ...detail));
+  if (!s) return said("unclear", "No speed verdict: the outputs differ", `compiled's output differs from eager's.${graphs}`);
   const times = (x) => `${x.toFixed(x >= 10 ? 0 : 1)}×`;
   const ratios = `the median of ${s.pairs} paired turns' ratios`;
   const { outcome, reason } = outcomeOf(series);
   if (outcome === "faster") {
-    return h("p", { class: "speed-verdict faster" }, `${timed}: compiled is about ${times(s.median)} faster ` +
+    return said("faster", `Compiled is about ${times(s.median)} faster`, `compiled is about ${times(s.median)} faster ` +
       `than eager on this machine (${ratios}; the middle half of them all say faster).${graphs}`);
   }
   if (outcome === "slower") {
-    return h("p", { class: "speed-verdict slower" }, `${timed}: compiled is slower, about ${times(1 / s.median)} ` +
-      `eager's time on this machine (${ratios}; the middle half of them all say slower).${graphs}`);
+    return said("slower", `Compiled is about ${times(1 / s.median)} slower`, `compiled is slower, about ` +
+      `${times(1 / s.median)} eager's time on this machine (${ratios}; the middle half of them all say slower).${graphs}`);
   }
   if (outcome === "busy" || outcome === "too_few") {
-    return h("p", { class: "speed-verdict unclear" }, `${timed}: can't tell: ${reason} ` +
-      `(speed-up ${s.median.toFixed(2)}×, ${ratios}, not shown as a verdict).${graphs}`);
+    return said("unclear", `Can't tell: ${OUTCOME_WORDS[outcome].replace(/^can't tell \((.*)\)$/, "$1")}`,
+      `can't tell: ${reason} (speed-up ${s.median.toFixed(2)}×, ${ratios}, not shown as a verdict).${graphs}`);
   }
   const reasons = noiseReasons(entry, series);
-  return h("p", { class: "speed-verdict unclear" }, `${timed}: can't tell on this machine, compiled and eager are within ` +
+  return said("unclear", "Can't tell: within the noise", "can't tell on this machine, compiled and eager are within " +
     `each other's noise (speed-up ${s.median.toFixed(2)}×, ${ratios}, between ${s.low.toFixed(2)}× and ${s.high.toFixed(2)}× ` +
     `in the middle half of them).${graphs}`, reasons.length ? ` ${reasons.join(" ")}` : "");
 }
@@ -171,10 +174,32 @@ function card(entry, result, figures) {
       `${entry.peaks.bf16_tflops.toFixed(0)} TFLOP/s bf16 (${entry.peaks.how})`) : null,
     Object.values(entry.plots).filter(Boolean).map((figure) => {
       const plot = h("div", { class: "timing-plot" });
-      figures.push([plot, figure]);
-      return h("figure", {}, h("figcaption", {}, figure.layout.title?.text ?? ""), plot);
+      const [shown, legend] = figure.layout.barmode === "stack" ? stackLegend(figure) : [figure, null];
+      figures.push([plot, shown]);
+      return h("figure", {}, h("figcaption", {}, figure.layout.title?.text ?? ""), plot, legend);
     }),
     ["compiled", "eager"].map((mode) => kernelTable(mode, entry.kernels)));
+}
+
+// A stacked bar figure's legend, one line a bar: each segment's colour, kernel and time per call.
+// The segments are coloured here, in order within their bar, so that legend and bars agree.
+const SEGMENT_COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+                         "#ff9da7", "#9c755f", "#1f77b4", "#8c564b", "#17becf", "#bcbd22"];
+const OTHER_COLOUR = "#9a9a9a";
+const plain = (label) => new DOMParser().parseFromString(label, "text/html").documentElement.textContent;
+
+function stackLegend(figure) {
+  const bars = new Map(); // bar (legend group) -> its traces, bottom first
+  const data = figure.data.map((trace) => {
+    const segments = bars.get(trace.legendgroup) ?? bars.set(trace.legendgroup, []).get(trace.legendgroup);
+    const color = trace.name === "other" ? OTHER_COLOUR : SEGMENT_COLOURS[segments.length % SEGMENT_COLOURS.length];
+    segments.push({ ...trace, marker: { ...trace.marker, color } });
+    return segments.at(-1);
+  });
+  const legend = h("div", { class: "plot-legend", "aria-label": "Legend" }, [...bars].map(([bar, segments]) =>
+    h("p", {}, h("strong", {}, `${bar}: `), segments.map((trace) => h("span", { class: "plot-key" },
+      h("i", { style: `background: ${trace.marker.color}` }), `${plain(trace.name)} ${duration(trace.y[0] / 1e3)}`)))));
+  return [{ ...figure, data }, legend];
 }
 
 function verdict(c) {
@@ -186,15 +211,15 @@ function verdict(c) {
     ? "judged as PyTorch's benchmark runner does, against a float64 run"
     : "judged against eager (the callable could not run in float64)";
   if (c.ok === true) {
-    return h("p", { class: "verdict ok" },
-      `✓ Same output: compiled matches eager, ${judged} (${errors()}; ${c.dtypes.join(", ")})`);
+    return h("p", { class: "verdict ok" }, h("strong", {}, "✓ Same output"),
+      `: compiled matches eager, ${judged} (${errors()}; ${c.dtypes.join(", ")})`);
   }
   if (c.ok === false) {
-    return h("p", { class: "verdict mismatch" },
-      `✗ Mismatch: compiled output differs from eager, ${judged} (${c.reason ?? errors()})`);
+    return h("p", { class: "verdict mismatch" }, h("strong", {}, "✗ Mismatch"),
+      `: compiled output differs from eager, ${judged} (${c.reason ?? errors()})`);
   }
-  return h("p", { class: "verdict unknown" },
-    `? Not comparable: ${c.reason.replace(/^not comparable:\s*/, "")}. ` +
+  return h("p", { class: "verdict unknown" }, h("strong", {}, "? Not comparable"),
+    `: ${c.reason.replace(/^not comparable:\s*/, "")}. ` +
     "The times below are real; whether compiled computes the same thing is unknown.");
 }
 
