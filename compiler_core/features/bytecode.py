@@ -1,6 +1,7 @@
 """Stages `bytecode_original` / `bytecode_transformed`: every frame Dynamo intercepted.
 
-`dis` listings always; decompiled Python (depyf) where decompilation worked, else a note.
+`dis` listings always; decompiled Python (depyf) where decompilation worked, else a note with
+the decompiler's error (depyf has no handlers for some newer Pythons' opcodes).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ def dis_src_lines(text: str, mapped: bool) -> list[int | None]:
     return out
 
 
+def decompile_note(why: str | None) -> str:
+    """What the pane says where it has no Python source: the decompiler's own error."""
+    return (f"no Python source: the decompiler failed ({why or 'no reason given'}); "
+            "the dis listing is the bytecode itself")
+
+
 def extract(compile_records) -> dict:
     record = compile_records.first("bytecode")
     if record is None:
@@ -42,7 +49,8 @@ def extract(compile_records) -> dict:
                               dis_src_lines(text, mapped))
         source = meta.get(f"{kind}_source")
         out[stage]["source"] = source
-        out[stage]["source_note"] = None if source else "decompilation failed; dis only"
+        out[stage]["source_note"] = None if source else decompile_note(
+            meta.get(f"{kind}_source_error"))
     return out
 
 

@@ -19,6 +19,7 @@ import dis
 import functools
 import io
 import logging
+import sys
 
 import torch
 import torch._inductor.config
@@ -41,13 +42,22 @@ class IRHandler(logging.Handler):
             self.session.writer.emit(self.stage, current_compile_id(), record.getMessage())
 
 
-def _decompile(code) -> str | None:
-    """Python source for a code object via depyf; None where it cannot (depyf lags torch)."""
+def _decompile(code) -> tuple[str | None, str | None]:
+    """(Python source of a code object via depyf, None) or (None, why it could not): depyf lags
+    Python (0.20 has no handlers for the 3.13+ opcodes CALL_KW, LOAD_FAST_LOAD_FAST,
+    LOAD_FAST_BORROW) and torch."""
     try:
         import depyf
-        return depyf.decompile(code)
-    except Exception:  # any decompiler failure only costs the source view; dis stays
-        return None
+        return depyf.decompile(code), None
+    except Exception as exc:  # any decompiler failure only costs the source view; dis stays
+        cause = exc.__cause__ or exc  # depyf wraps the failing handler's error
+        version = getattr(sys.modules.get("depyf"), "__version__", "?")
+        return None, f"depyf {version}: {type(cause).__name__}: {cause}"[:300]
+
+
+def _sources(kind: str, code) -> dict:
+    source, why = _decompile(code)
+    return {f"{kind}_source": source, f"{kind}_source_error": why}
 
 
 def _dis_text(code) -> str:
@@ -66,7 +76,7 @@ def bytecode_hook(session: CaptureSession):
                     filename=code.co_filename, line=code.co_firstlineno,
                     def_line=def_line(code, session.user_file),
                     original=_dis_text(code), transformed=_dis_text(new_code),
-                    original_source=_decompile(code), transformed_source=_decompile(new_code))
+                    **_sources("original", code), **_sources("transformed", new_code))
         return None
     return hook
 
