@@ -29,6 +29,10 @@ from ..parsers.common import last_user_line
 NO_COMPILE_HINT = ("The script never called torch.compile, so there is nothing to show. "
                    "Hint: compile a function or module and call it, e.g. "
                    "`f = torch.compile(f); f(torch.randn(8, 16))`.")
+# The run's long steps, as its `phase` records name them; each says which later ones this run's
+# options still hold (`then`), so that a page can say what remains.
+SCRIPT, TIMING = "running the script", "timing the compiled calls against eager"
+AOT, VIEWS = "building and timing AOTInductor packages", "tracing the Core ATen and prims views"
 
 
 def _package_version(name: str) -> str | None:
@@ -125,6 +129,13 @@ def attach_features(session: CaptureSession) -> None:
         getattr(importlib.import_module(f"{package}.{module}"), function)(session)
 
 
+def phase(writer: RecordWriter, options: Options, step: str) -> None:
+    later = [name for name, on in ((TIMING, options.measure), (AOT, options.aot),
+                                   (VIEWS, options.views)) if on]
+    writer.emit("phase", None, None, step=step,
+                then=later[later.index(step) + 1:] if step in later else later)
+
+
 def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
             timing_lock_fd: int | None = None) -> None:
     """Run the script; every outcome ends with a `run_end` record unless the process dies.
@@ -139,6 +150,7 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
         session = CaptureSession(writer, user_file, options, device)
         session.attach()
         attach_features(session)
+        phase(writer, options, SCRIPT)
         try:
             execute(source, user_file)
         except SystemExit as exc:
@@ -153,20 +165,20 @@ def run_job(source: str, user_file: str, options: Options, writer: RecordWriter,
                     writer.emit("note", None, None, text=f"torch.compile({entry.name}) was never "
                                 "called, so it compiled nothing: call the compiled callable.")
             if options.measure:
-                writer.emit("phase", None, None, step="timing the compiled calls against eager")
+                phase(writer, options, TIMING)
             with replay_output.set_aside(writer):
                 measure.after_script(session.compiled, session, device,
                                      preview=options.gpu_preview, timings=options.measure,
                                      timing_lock_fd=timing_lock_fd)
             if options.aot or (options.measure and session.aoti.packages):
-                writer.emit("phase", None, None, step="building and timing AOTInductor packages")
+                phase(writer, options, AOT)
                 session.aoti.after_script(build=options.aot,
                                           measure=options.aot or options.measure)
     except BaseException as exc:  # the user's error is data in the result
         writer.emit("error", None, None, **describe_error(exc, user_file))
     finally:
         if session is not None and options.views:
-            writer.emit("phase", None, None, step="tracing the Core ATen and prims views")
+            phase(writer, options, VIEWS)
             with replay_output.set_aside(writer):
                 session.emit_views()  # last: every stage PyTorch produced is recorded first
         sys.stdout.flush()

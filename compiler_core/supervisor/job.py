@@ -13,10 +13,10 @@ through `started` and each record, so both give the same events and partial resu
 Events, in order, each passed to `listener` as it happens: `{"type": "status", "status":
 "running"}` when the script starts, then one `{"type": "stage", "stage", "compile_id", "t"}` per
 stage of a compile id as its first record arrives (the stage registry says which record
-announces which stage), and a `{"type": "phase", "step", "t"}` when a long step after the script
-begins (timings, views). The partial result is built from the records so far, so a page can show
-every stage captured before the job ends, and what the script printed so far (a handle
-cancelled while the run goes on keeps it).
+announces which stage), and a `{"type": "phase", "step", "then", "t"}` when a long step begins
+(the script, the timings, the views; `then`: the later ones this run still holds). The partial
+result is built from the records so far, so a page can show every stage captured before the job
+ends, and what the script printed so far (a handle cancelled while the run goes on keeps it).
 
 Records come from the job, so the job keeps at most `records_per_job` of them and
 `record_bytes_per_job` bytes (`compiler_core/limits.py`); past either, `over_limit` names the
@@ -171,7 +171,7 @@ class Job:
                                  else record)
             self._record_bytes += size
         if record["name"] == "phase" and isinstance(record["meta"].get("step"), str):
-            self._emit({"type": "phase", "step": record["meta"]["step"][:200], "t": record["t"]})
+            self._emit(phase_event(record))
         stage = RECORD_STAGE.get(record["name"])
         if stage and (record["compile_id"], stage) not in self._announced:
             self._announced.add((record["compile_id"], stage))
@@ -193,6 +193,14 @@ class Job:
     def _step(self, step: str, data: dict) -> None:
         if self._mirror:
             self._mirror(step, data)
+
+
+def phase_event(record: dict) -> dict:
+    """A `phase` record as its event, its texts cut (the job wrote them); `then` is None where
+    the record does not say (a step within a phase)."""
+    then = record["meta"].get("then")
+    then = [step[:200] for step in then[:8] if isinstance(step, str)] if isinstance(then, list) else None
+    return {"type": "phase", "step": record["meta"]["step"][:200], "then": then, "t": record["t"]}
 
 
 def empty_result(error: dict | None = None) -> dict:

@@ -74,7 +74,8 @@ export const assetUrl = (path) => embedded?.assets[path] ?? `/static/${path}`;
 
 // Live progress of one job: its server-sent events, or, when the server refuses the stream (a
 // 429 over its caps on open streams) or the stream is lost for good, polling GET /api/jobs/ID
-// every `pollMs`. Handlers: status and stage (events), progress (each poll's job), polling (once,
+// every `pollMs`. Handlers: status, stage and phase (events: a phase is a long step after the
+// script, such as the timings, in the engine's words), progress (each poll's job), polling (once,
 // on falling back), done (the `done` event or the finished job), lost (the job is gone).
 // Returns a function that stops following.
 export function followJob(id, handlers, pollMs = 1000) {
@@ -101,7 +102,7 @@ export function followJob(id, handlers, pollMs = 1000) {
     timer = setTimeout(poll, pollMs); // also after a network blip: try again
   };
   const source = new EventSource(`/api/jobs/${encodeURIComponent(id)}/events`);
-  for (const type of ["status", "stage"]) {
+  for (const type of ["status", "stage", "phase"]) {
     source.addEventListener(type, (e) => handlers[type]?.(JSON.parse(e.data)));
   }
   source.addEventListener("done", (e) => finish(JSON.parse(e.data)));

@@ -43,7 +43,28 @@ const ALT_KEYS = {
   KeyN: (a) => a.nextLesson(), KeyP: (a) => a.previousLesson(), KeyM: (a) => a.present(),
 };
 
+// Presentation clickers send PageDown / PageUp (some the arrow keys): while a lesson is open they
+// step through it, the arrow keys only where they move nothing else (not in the editor, a pane's
+// text, a menu or a field). Caught before the editor, whose PageDown would scroll its code.
+const CLICKER_KEYS = { PageDown: 1, PageUp: -1, ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+const FIELDS = "input, select, textarea";
+
+function clickerStep(e) {
+  const delta = CLICKER_KEYS[e.key];
+  if (!delta || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.target.closest?.(FIELDS)) return 0;
+  if (e.key.startsWith("Arrow") && e.target.closest?.(".cm-editor, [contenteditable=true], [role=tab]")) return 0;
+  return delta;
+}
+
 export function installShortcuts(actions) {
+  document.addEventListener("keydown", (e) => {
+    const delta = actions.lessonOpen() ? clickerStep(e) : 0;
+    if (!delta) return;
+    e.preventDefault();
+    e.stopPropagation();
+    if (delta > 0) actions.nextLesson();
+    else actions.previousLesson();
+  }, true);
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && document.body.dataset.job === "running") {
       actions.cancel(); // even when the editor used Escape too (it collapses its selection)

@@ -211,11 +211,12 @@ class GraphView {
     }
     if (!this.container.isConnected) return; // the pane moved on while we waited
     const fetched = performance.now();
+    const opening = !this.graph; // the view opens fitted to its pane; a group opened later, readable
     this.graph = graph;
     this.expanded = new Set(graph.expanded);
     this.renderBar();
     this.runSearch(false);
-    this.canvas.setGraph(graph, colorFor(this.mode, graph, this.dark));
+    this.canvas.setGraph(graph, colorFor(this.mode, graph, this.dark), opening);
     this.showSelection(false);
     const node = focusId && graph.nodes.find((n) => n.id === focusId);
     if (node) {

@@ -14,10 +14,10 @@ const LABEL_FONT = 11; // px at zoom 1, as the server sized the boxes
 const MAX_LABELS = 700; // more would cost more than they tell
 const TITLE_H = 16; // a group box's title strip, in layout units (dot keeps it free)
 const DRAG_PX = 4;
-const READABLE = 0.85; // the first view's zoom when the graph's width allows it
+const READABLE = 0.85; // a later view's zoom (a group opened) when the graph's width allows it
 
 export class GraphCanvas {
-  // `setGraph(graph, colorOf)`, `colorOf(node)` -> {fill, stroke}; `describe(node)` -> [lines] for the hover card;
+  // `setGraph(graph, colorOf, whole)`, `colorOf(node)` -> {fill, stroke}; `describe(node)` -> [lines] for the hover card;
   // `onClick(node)` and `onTitle(box)` when a node or a group box's title is clicked.
   constructor(container, { dark, describe, onClick, onTitle }) {
     Object.assign(this, { dark, describe, onClick, onTitle });
@@ -37,9 +37,11 @@ export class GraphCanvas {
     new ResizeObserver(() => this.resize()).observe(this.el);
   }
 
-  setGraph(graph, colorOf) {
+  // `whole`: the view starts with the whole graph in it (else as `fit` says).
+  setGraph(graph, colorOf, whole = false) {
     this.graph = graph;
-    this.fitted = false;
+    this.whole = whole;
+    this.moved = false; // the user moved the view (or a node was centred): a resize keeps it
     this.focused = null;
     this.selected = null;
     this.linked = new Set();
@@ -57,7 +59,7 @@ export class GraphCanvas {
     this.canvas.style.width = `${width}px`;
     this.canvas.style.height = `${height}px`;
     this.size = { width, height, ratio };
-    if (!this.fitted && this.graph) this.fit();
+    if (!this.moved && this.graph) this.fit(this.whole);
     this.draw();
   }
 
@@ -74,10 +76,12 @@ export class GraphCanvas {
     return [x0, y0, x1, y1];
   }
 
-  // The whole graph in view (`whole`), or else the first view: the whole graph when labels can
-  // be read so, else a zoom where they can, at the graph's top (its inputs), as a code listing
-  // starts.
-  fit(whole = false) {
+  // The whole graph in view, centred (`whole`: the view a graph opens with, and the Fit
+  // button's); else the whole graph when labels can be read so, else a zoom where they can, at
+  // the graph's top (its inputs), as a code listing starts (a group just opened). Again on a
+  // resize, until the user moves the view.
+  fit(whole = true) {
+    this.moved = false;
     if (!this.size || !this.graph.nodes.length) return;
     const [x0, y0, x1, y1] = this.bounds();
     const pad = 16;
@@ -93,13 +97,13 @@ export class GraphCanvas {
       this.tx = this.size.width / 2 - top[Math.floor(top.length / 2)] * k;
       this.ty = pad - y0 * k;
     }
-    this.fitted = true;
     this.redraw();
   }
 
   // Centre a node at a readable zoom.
   focus(node) {
     this.focused = node;
+    this.moved = true;
     this.k = Math.max(this.k, 1);
     this.tx = this.size.width / 2 - node.x * this.k;
     this.ty = this.size.height / 2 - node.y * this.k;
@@ -323,6 +327,7 @@ export class GraphCanvas {
         drag.moved ||= Math.hypot(dx, dy) > DRAG_PX;
         if (drag.moved) {
           this.tx = drag.tx + dx; this.ty = drag.ty + dy;
+          this.moved = true;
           this.card.hidden = true;
           this.redraw();
           return;
@@ -346,6 +351,7 @@ export class GraphCanvas {
       this.tx = sx - (sx - this.tx) * (k / this.k);
       this.ty = sy - (sy - this.ty) * (k / this.k);
       this.k = k;
+      this.moved = true;
       this.card.hidden = true;
       this.redraw();
     }, { passive: false });

@@ -62,6 +62,16 @@ export function checkLayout(layout, result) {
   };
 }
 
+// The user's own panes and tab, kept in `settings` while a lesson's scenes replace them: kept
+// when a scene first does; once no lesson is open, returned (to be shown) and forgotten.
+export function ownLayout(settings, scene) {
+  const own = settings.ownLayout;
+  if (scene && !own) settings.ownLayout = structuredClone(currentLayout(settings));
+  if (scene || !own) return null;
+  settings.ownLayout = null;
+  return own;
+}
+
 // The checked layout's panes and tab (presenter mode is the page's: main.js).
 export function applyLayout({ panes: states, tab }, { panes, run }) {
   if (states) panes.setLayout(states);

@@ -10,7 +10,7 @@ import { configureStages } from "./stages.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
 import { chosenEnvironment, environmentLabel, mountEnvironmentPicker, otherEnvironment, runIn } from "./environments.js";
 import { Lessons } from "./lessons.js";
-import { applyLayout, checkLayout, currentLayout, layoutFragment, parseFragment } from "./layout.js";
+import { applyLayout, checkLayout, currentLayout, layoutFragment, ownLayout, parseFragment } from "./layout.js";
 import { Spotlight } from "./spots.js";
 import { buildMenu, compareWith } from "./menu.js";
 import { diffRuns } from "./compare.js";
@@ -46,7 +46,10 @@ const editor = createEditor($("#editor"), {
     draftTimer = setTimeout(() => saveDraft(text), 400);
     markStale();
     // Other code pasted over a lesson's closes its card; edits to the lesson's code keep it.
-    if (replaced && lessons.current && lessons.slugFor(text) !== lessons.current) lessons.show(null);
+    if (replaced && lessons.current && lessons.slugFor(text) !== lessons.current) {
+      lessons.show(null);
+      showScene();
+    }
   },
 });
 
@@ -74,6 +77,7 @@ const run = new RunPanel($("#run"), settings, {
   onCompile: (id) => panes.showCompile(id),
   onStage: (id, stage) => { panes.panes[0].choose(id ? { compile: id, stage } : { stage }); },
   onCompare: (id, stage, previous) => panes.compare(id, stage, previous),
+  onStop: () => { run.stopped = true; cancel(); }, // after the script: keep the stages shown
 });
 
 const lessons = new Lessons($("#lesson"), $("#gallery-menu"), boot, {
@@ -86,6 +90,9 @@ const lessons = new Lessons($("#lesson"), $("#gallery-menu"), boot, {
 function showScene() {
   const scene = lessons.scene();
   delete document.body.dataset.scene;
+  const own = ownLayout(settings, scene); // a lesson's scene replaces it, or it comes back
+  if (own) showLayout(own);
+  persist();
   if (!scene || !panes.result || current?.source !== lessons.example(lessons.current).source) {
     return spotlight.clear();
   }
@@ -159,6 +166,8 @@ function forgetResult() {
   const previous = current;
   submits++; // a compile() still waiting for the server drops its job
   current = null;
+  settings.lastResult = null;
+  persist();
   previous?.stop?.();
   const cancelled = previous?.id && !previous.finished ? api.cancel(previous.id).catch(() => {}) : null;
   run.reset();
@@ -189,6 +198,8 @@ function showJob(data, final) {
   showResult(data.result, data.key);
   if (data.message) toast(data.message, 8000); // the engine failed, not the script
   if (final) {
+    settings.lastResult = data.result?.error?.type === "Cancelled" ? null : data.key; // not stored
+    persist();
     timing.full = performance.now() - timing.submit;
     run.finish({ status: data.status, cached: data.cached, error: data.result?.error }, timing.full / 1000);
     finishJob(data.key);
@@ -226,6 +237,10 @@ function finishJob(key) {
 async function compile() {
   if (embedded) return toast("This is a static report: open its code in torchbolt to compile it", 5000);
   const source = editor.state.doc.toString();
+  if (!source.trim()) { // nothing to run: say what to do instead
+    forgetResult();
+    return run.empty();
+  }
   if (source !== current?.source) panes.clearDiffs(); // a diff of other code's stages would mislead
   const cancelled = forgetResult(); // from here until the server takes this job, an Escape cancels it
   const submit = submits;
@@ -264,6 +279,7 @@ async function compile() {
       run.stage(e);
       scheduleRefresh(jobId);
     },
+    phase: (e) => run.phase(e),
     progress: (data) => {
       if (current?.id !== jobId) return;
       run.status({ status: data.status });
@@ -320,7 +336,7 @@ function share() {
           + "share the result of the code as it was", 6000);
     return;
   }
-  const layout = `#${layoutFragment(currentLayout(settings))}`; // the slide as it is shown
+  const layout = `#${layoutFragment({ ...currentLayout(settings), panes: panes.shownLayout() })}`; // as shown
   const url = `${location.origin}/r/${current.key}${layout}`;
   copyText(url, `Share link copied: ${url}`);
   history.replaceState(null, "", pageUrl(`/r/${current.key}`) + layout);
@@ -335,6 +351,7 @@ function loadExample(example) {
   forgetResult();
   panes.clearDiffs();
   lessons.show(lessons.slugFor(example.source));
+  showScene();
   toast(`Loaded “${example.title}”. Press Ctrl+Enter to compile.`);
   editor.focus();
 }
@@ -365,6 +382,7 @@ const actions = {
     recolorEditor();
   },
   help: () => $("#help-dialog").showModal(),
+  lessonOpen: () => Boolean(lessons.current),
   nextLesson: () => lessons.step(1),
   previousLesson: () => lessons.step(-1),
   // Presenter mode (a room's projector): two panes, larger code, long lines wrapped, the lesson
@@ -404,6 +422,25 @@ function wireToolbar() {
   syncToggles();
 }
 
+// The stored result last shown on this page, shown again after a reload (null where the store
+// no longer has it).
+async function showLastResult(key) {
+  let stored;
+  try {
+    stored = await api.result(key);
+  } catch {
+    settings.lastResult = null;
+    return persist();
+  }
+  if (current || settings.lastResult !== key) return; // a run started meanwhile
+  current = { id: null, key, finished: true, source: stored.source };
+  showResult(stored.result, key);
+  run.finish({ status: stored.result.error ? "failed" : "done", cached: true, error: stored.result.error }, null);
+  $("#share").disabled = $("#download").disabled = false;
+  document.body.dataset.job = "finished";
+  showScene();
+}
+
 // ---------------------------------------------------------------- start
 buildOptions($("#options"), boot.catalogue, settings, persist);
 buildMenu($("#gallery-menu"), $("#gallery-button"), { gallery: boot.gallery, lessons, panes, onExample: loadExample });
@@ -435,6 +472,7 @@ if (embedded) { // a static report: the result only, nothing to run
 }
 if (firstVisit && boot.lessons.length) lessons.open(boot.lessons[0].slug); // its result at once when stored
 else if (!boot.share) lessons.show(lessons.slugFor(editor.state.doc.toString()));
+if (!boot.share && !example && !embedded && !firstVisit && settings.lastResult) await showLastResult(settings.lastResult);
 const compareKey = new URLSearchParams(location.search).get("compare");
 if (compareKey && !embedded) await compareWith(panes, compareKey);
 document.body.dataset.ready = "1";

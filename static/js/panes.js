@@ -13,7 +13,8 @@ import { StageTexts } from "./stagetexts.js";
 import { errorStrip, noCompile } from "./states.js";
 import { renderTimings } from "./timings.js";
 import { aotiTable, entryLabel, pickable, programStage } from "./programs.js";
-import { artifactFor, filename, leftOut, optionOf, resolveStage, stageError, stageLabel, stageMenu, viewsFor } from "./stages.js";
+import { artifactFor, filename, leftOut, optionOf, resolveStage, shownStage, stageError, stageLabel, stageMenu, viewsFor } from "./stages.js";
+import { DEFAULT_STAGES } from "./settings.js";
 
 export class Panes {
   constructor(root, settings, { onUserLine, onChange, onTexts, optionLabel, onRunWith }) {
@@ -136,6 +137,12 @@ export class Panes {
     target.el.dataset.kernel = name;
   }
 
+  // The panes as shown (a share link's layout): each with the stage it shows, not one it is set
+  // to that its compile lacks.
+  shownLayout() {
+    return this.panes.map(({ state: { compile, view, diff }, shown }) => ({ compile, stage: shown, view, diff }));
+  }
+
   // User lines shown in any text pane, so the editor can colour the same lines.
   userLines() {
     const lines = new Set();
@@ -200,7 +207,9 @@ class Pane {
   render() {
     const picked = this.compile();
     const { result, key: resultKey, entry: indexed } = this.origin(picked);
-    const stage = resolveStage(indexed, programStage(indexed, this.state.stage));
+    const wanted = resolveStage(indexed, programStage(indexed, this.state.stage));
+    const stage = shownStage(indexed, wanted, result, this.fallbacks());
+    this.shown = stage;
     const compile = this.owner.texts.complete(indexed, stage); // null: its text is on its way
     const failed = this.owner.texts.failure(indexed, stage);
     const loading = compile === null && !failed;
@@ -273,6 +282,11 @@ class Pane {
       this.applyMarks(false);
       if (stage === "guards" && !python) this.markFailedGuards(result, compile.id);
     }
+  }
+
+  // Stages to show where the one this pane is set to is absent: its own default first.
+  fallbacks() {
+    return [...DEFAULT_STAGES.slice(this.index), ...DEFAULT_STAGES.slice(0, this.index)];
   }
 
   // `picked`: the entry as the compile menu lists it; `result`: the result it comes from.

@@ -13,10 +13,13 @@ import { whySections } from "./why.js";
 
 export const TABS = [["compiles", "Compiles"], ["calls", "Calls"], ["breaks", "Graph breaks"], ["output", "Output"]];
 const RUN = "—"; // the row of the whole run's stages (timings): events without a compile id
+// The job's progress markers beside its stages (features/breaks.py and recompiles.py PROGRESS).
+const MARKERS = { graph_break: "⚠ graph break", recompile: "↻ recompile" };
+const chipLabel = (stage, compile) => MARKERS[stage] ?? stageLabel(stage, compile);
 
 export class RunPanel {
-  constructor(root, settings, { errorKinds, onLine, onCompile, onStage, onCompare, onChange }) {
-    Object.assign(this, { root, settings, onLine, onCompile, onStage, onCompare, onChange });
+  constructor(root, settings, { errorKinds, onLine, onCompile, onStage, onCompare, onChange, onStop }) {
+    Object.assign(this, { root, settings, onLine, onCompile, onStage, onCompare, onChange, onStop });
     this.meanings = Object.fromEntries(errorKinds.map((k) => [k.kind, k.meaning]));
     this.tabButtons = new Map();
     this.panels = new Map();
@@ -27,7 +30,14 @@ export class RunPanel {
       this.panels.set(name, h("div", { class: `tab-panel ${name}`, role: "tabpanel" }));
       bar.append(button);
     }
-    this.statusLine = h("div", { class: "run-status" });
+    // Once the script has run, the steps after it (timings, views) may be stopped: the stages
+    // shown stay (main.js cancels the job, whose handle keeps what it had).
+    this.badge = h("span", { class: "badge" });
+    this.statusText = h("span", { class: "status-text" });
+    this.stopButton = h("button", { class: "stop-run", hidden: true, onclick: () => this.onStop(),
+      title: "Stop the run here: the stages shown stay; a stopped run is not stored or shared" },
+    "■ Stop here, keep the stages");
+    this.statusLine = h("div", { class: "run-status" }, this.badge, " ", this.statusText, " ", this.stopButton);
     clear(root, bar, this.statusLine, ...this.panels.values());
     this.reset();
     this.show(settings.runTab);
@@ -45,6 +55,10 @@ export class RunPanel {
   reset() {
     clearInterval(this.timer); // a run's clock stops with it
     this.stages = new Map(); // compile id -> [{stage, t}]
+    this.phases = []; // the engine's phase events: its long steps (the script, timings, views)
+    this.then = []; // the long steps still to come, as the latest phase that said so named them
+    this.latest = null; // the latest stage event
+    this.stopped = false; // stopped with "Stop here": the stages captured are kept
     this.result = null;
     this.state = { status: "idle" };
     this.render();
@@ -64,7 +78,21 @@ export class RunPanel {
     this.renderStatus();
   }
 
+  phase(event) {
+    this.phases.push(event);
+    this.then = event.then ?? this.then;
+    this.renderStatus();
+  }
+
+  // The page said the editor is empty: what to do instead of a run.
+  empty() {
+    this.reset();
+    this.state = { status: "empty" };
+    this.renderStatus();
+  }
+
   stage(event) {
+    this.latest = event;
     const id = event.compile_id ?? RUN;
     if (!this.stages.has(id)) this.stages.set(id, []);
     this.stages.get(id).push({ stage: event.stage, t: event.t });
@@ -76,7 +104,7 @@ export class RunPanel {
     this.state = { status: done.status, cached: done.cached, error: done.error, elapsed };
     this.renderStatus();
     if (!this.result) this.renderOutput(); // a refused submit: its message, not the placeholder
-    if (done.error) this.show(this.result?.graph_breaks?.length && !done.error.line ? "breaks" : "output");
+    if (done.error && !this.stopped) this.show(this.result?.graph_breaks?.length && !done.error.line ? "breaks" : "output");
   }
 
   setResult(result) {
@@ -96,18 +124,20 @@ export class RunPanel {
     const { status, position, cached, elapsed } = this.state;
     const took = this.result?.duration_s;
     const seconds = elapsed ?? (this.started ? (performance.now() - this.started) / 1000 : 0);
+    this.stopButton.hidden = status !== "running" || this.phases.length < 2; // the first: the script's
     if (cached && elapsed == null) { // opened from a share link, a report file or a trace log
       const log = this.result?.environment?.trace_log;
-      clear(this.statusLine, h("span", { class: `badge ${status}` }, embedded ? "report" : log ? "trace log" : "shared"),
-        log ? ` Read from the TORCH_TRACE log ${log}, no code ran`
-          : ` ${embedded ? "A static report" : "Loaded from the store"}, not recompiled (it ran in ${took ?? "?"} s${status === "failed" ? ", ending with an error" : ""})`);
-      this.root.dataset.status = status;
+      this.showStatus(status, embedded ? "report" : log ? "trace log" : "shared",
+        log ? `Read from the TORCH_TRACE log ${log}, no code ran`
+          : `${embedded ? "A static report" : "Loaded from the store"}, not recompiled (it ran in ${took ?? "?"} s${status === "failed" ? ", ending with an error" : ""})`);
       return;
     }
     const text = {
       idle: "Press Ctrl+Enter (or Compile) to run the script under torch.compile.",
       queued: `Queued${position > 1 ? ` (position ${position})` : ""} · ${seconds.toFixed(1)} s`,
-      running: `Running · ${seconds.toFixed(1)} s`,
+      running: `Running · ${seconds.toFixed(1)} s · ${this.doing()}`,
+      empty: "The editor is empty: paste a script that calls torch.compile, or pick one under " +
+        "Examples (Alt+G), then press Ctrl+Enter.",
       done: cached ? `Loaded from the store in ${seconds.toFixed(2)} s (this exact code ran before, in ${took ?? "?"} s)`
         : `Done in ${seconds.toFixed(2)} s`,
       failed: cached ? `Loaded from the store: this code ended with an error (it ran in ${took ?? "?"} s)`
@@ -117,9 +147,29 @@ export class RunPanel {
     // A run this page cancelled ends "failed" (the job's status, kept in data-status), but its
     // badge says so, in a neutral style: the page knows it cancelled (`cancelled`, set by main).
     const cancelled = this.cancelled && status === "failed";
-    clear(this.statusLine, h("span", { class: `badge ${cancelled ? "cancelled" : status}` },
-      cancelled ? "cancelled" : status), " ", cancelled ? `Cancelled after ${seconds.toFixed(2)} s` : text);
+    const stopped = this.stopped && cancelled;
+    this.showStatus(status, stopped ? "stopped" : cancelled ? "cancelled" : status,
+      stopped ? `Stopped after ${seconds.toFixed(2)} s, ${this.phases.at(-1)?.step ?? "running"}: the ` +
+        "stages captured until then are shown (a stopped run is not stored: compile again for all of it)"
+        : cancelled ? `Cancelled after ${seconds.toFixed(2)} s` : text);
+  }
+
+  showStatus(status, badge, text) {
+    this.badge.className = `badge ${["stopped", "cancelled"].includes(badge) ? "cancelled" : status}`;
+    this.badge.textContent = badge;
+    this.statusText.textContent = text;
     this.root.dataset.status = status;
+  }
+
+  // What the run does now: the engine's latest phase and, while the script runs, the compile its
+  // latest stage came from; then the long steps still to come.
+  doing() {
+    const phase = this.phases.at(-1);
+    const latest = this.latest?.compile_id && this.latest.t >= (phase?.t ?? 0) ? this.latest : null;
+    const compiles = [...this.stages.keys()].filter((id) => id !== RUN).length;
+    return [phase?.step ?? "starting", latest ? `compile ${latest.compile_id}: ${chipLabel(latest.stage)} ` +
+      `(${compiles} compile${compiles === 1 ? "" : "s"} so far)` : null,
+    this.then.length ? `then ${this.then.join(", then ")}` : null].filter(Boolean).join(" · ");
   }
 
   renderCompiles() {
@@ -164,7 +214,7 @@ export class RunPanel {
       const known = labels[e.stage]; // else a progress marker: graph_break, recompile
       return h("button", { class: `chip stage ${known ? "" : "marker"}`, title: known ? `Show ${known} in the first pane` : e.stage,
                            onclick: known ? () => this.onStage(compileId, e.stage) : null },
-        stageLabel(e.stage, compile), h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
+        chipLabel(e.stage, compile), h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
     }) : stageList(compile).filter(([stage]) => compile?.stages?.[stage]).map(([stage, label]) =>
       h("button", { class: "chip stage", title: `Show ${label} in the first pane`,
                     onclick: () => this.onStage(id, stage) }, label));

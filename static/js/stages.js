@@ -67,6 +67,18 @@ export function resolveStage(compile, stage) {
   return artifactFor(compile, COUNTERPART[stage]) ? COUNTERPART[stage] : stage;
 }
 
+// The stage a pane shows: `wanted` where this compile has it or can say why not (a run option
+// left it out, it failed, the run's timings say why they are missing), else the first of
+// `fallbacks` it has, else its first stage; `wanted` while none has arrived yet ("Waiting ...").
+export function shownStage(compile, wanted, result, fallbacks) {
+  if (!result) return wanted;
+  const has = (stage) => Boolean(artifactFor(compile, stage, result));
+  if (has(wanted) || (!result.partial && (leftOut(wanted, compile, result) ||
+      stageError(wanted, compile, result) || stages.get(wanted)?.field === "timings"))) return wanted;
+  const candidates = [...fallbacks, ...stageList(compile).map(([name]) => name)];
+  return candidates.map((stage) => resolveStage(compile, stage)).find(has) ?? wanted;
+}
+
 export const isGraphStage = (stage) => Boolean(stages.get(stage)?.graph);
 
 export function viewsFor(stage, artifact) {

@@ -27,6 +27,10 @@ export function noCompile(result, onLine) {
 export function errorStrip(result, onLine) {
   const error = result?.partial ? null : result?.error;
   if (!error) return null;
+  if (error.type === "Cancelled") { // the page stopped it: not the script's doing
+    return h("div", { class: "pane-error", title: error.message },
+      "■ The run was stopped before its end: the stages captured until then are shown");
+  }
   return h("div", { class: "pane-error", title: error.message }, "⚠ The script ended with ",
     errorTitle(error, onLine), `: ${firstLine(error.message)}`);
 }

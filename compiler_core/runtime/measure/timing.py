@@ -340,7 +340,10 @@ def measure_all(recorder, session, device_kind: str, before_timed=None,
                for entry in recorder.callables
                for signature, call in zip(entry.signatures, entry.calls)]
     errors: dict[int, str] = {}
-    for step in STEPS:
+    calls = f"{len(timings)} call{'s' * (len(timings) != 1)}"
+    for number, step in enumerate(STEPS, 1):  # a phase per step: the page says what remains
+        session.writer.emit("phase", None, None, step=f"timing eager and compiled ({calls}): "
+                            f"step {number} of {len(STEPS)}, {step.replace('_', ' ')}")
         if step == STEPS[1] and before_timed:
             before_timed()
         with held(lock_fd) if step in LOCKED_STEPS else contextlib.nullcontext():
