@@ -38,11 +38,11 @@ m(torch.randn(8, 16))
 FC_LINE, GELU_LINE = 10, 11
 
 
-@pytest.fixture(scope="session")
-def attributed(worker):
-    """(the job's result, its result rebuilt with its profiles taken as not withheld)."""
+def run_kept(worker, source: str, name: str) -> tuple[dict, dict]:
+    """(a job's result, its result rebuilt from its records with its profiles taken as not
+    withheld)."""
     records: list[dict] = []
-    job = Job(SCRIPT, Options(device="cpu"), "attributed.py",
+    job = Job(source, Options(device="cpu"), name,
               mirror=lambda step, data: records.append(data) if step == "record" else None)
     worker.execute(job)
     kept = [unpacked(r) for r in records]
@@ -51,6 +51,11 @@ def attributed(worker):
             for side in record["meta"].get("kernels", {}).get("totals", {}).values():
                 side.pop("withheld", None)
     return job.result, build_result(kept, job.user_file)
+
+
+@pytest.fixture(scope="session")
+def attributed(worker):
+    return run_kept(worker, SCRIPT, "attributed.py")
 
 
 def only_timing(result) -> dict:

@@ -191,7 +191,8 @@ def test_each_step_points_at_code_and_text_its_example_has(gallery_results):
 def test_every_lesson_has_its_claims_test():
     assert set(LESSONS) == {"trace_script_compile", "recompile_on_shape_change",
                             "print_graph_break", "dynamic_shapes", "softmax_layernorm",
-                            "custom_backend", "mlp_fusion", "export_vs_compile", "jit_vs_aot"}
+                            "custom_backend", "mlp_fusion", "export_vs_compile", "jit_vs_aot",
+                            "inference_no_grad"}  # its claims: tests/test_attribution_lesson.py
 
 
 PRINT_TWICE = """import torch

@@ -305,13 +305,10 @@ def headline(steps: list[dict], eager_kernels: float, compiled_kernels: float) -
     return f"kernels {_us(eager_kernels)} -> {_us(compiled_kernels)}: " + ", ".join(parts)
 
 
-def attribute(entry: dict, compiles: list[dict], user_file: str) -> dict | None:
-    """A timing entry's attribution (None where it has no profiles' units); its profiles' units
-    are taken out of the entry."""
-    kernels = entry.get("kernels") or {}
-    units, units_s = kernels.pop("units", None), kernels.pop("units_s", None)
-    if not units:
-        return None
+def attribute(entry: dict, compiles: list[dict], user_file: str) -> dict:
+    """The attribution of a timing entry that holds its profiles' units (`kernels.units`)."""
+    kernels = entry["kernels"]
+    units, units_s = kernels["units"], kernels.get("units_s")
     withheld = [f"{side}: {t['withheld']}" for side, t in kernels["totals"].items()
                 if t.get("withheld")]
     if withheld:

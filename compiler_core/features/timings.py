@@ -32,18 +32,19 @@ def note_kernel_profile(run) -> None:
                 "torch.compile run has no such line")
 
 
-def timing_entries(run) -> list[dict]:
-    """The timing records' entries, each with its kernel attribution (`attribution`)."""
-    entries = [r["meta"] for r in run.all("timing")]
-    for entry in entries:
-        attribution = attribute(entry, run.compiles, run.user_file)
-        if attribution:
-            entry["attribution"] = attribution
-    return entries
+def timing_entry(meta: dict, run) -> dict:
+    """A timing record's entry (a copy: records are read again by later builds), with its kernel
+    attribution (`attribution`) in place of the profiles' units it is made of."""
+    kernels = meta.get("kernels")
+    if not isinstance(kernels, dict) or "units" not in kernels:
+        return meta
+    entry = {**meta, "kernels": {k: v for k, v in kernels.items() if k not in ("units", "units_s")}}
+    entry["attribution"] = attribute(meta, run.compiles, run.user_file)
+    return entry
 
 
 FEATURE = Feature(
     "timings", records=(record("timing"), record("kernel_profile")), stages=SPECS,
     attach=("runtime.measure:attach",),
     run_parts=(Part(None, note_kernel_profile, name="kernel_profile"),
-               Part("timings", timing_entries, [])))
+               Part("timings", lambda run: [timing_entry(r["meta"], run) for r in run.all("timing")], [])))

@@ -160,6 +160,23 @@ LESSONS = (
              points=(Point("return x + self.fc2(h)", "editor"),
                      Point("intermediate nodes between node1 & node2", 1))),
     )),
+    Lesson("What fusion bought you", "inference_no_grad", (
+        Step("The timings join each compiled kernel to the eager ATen ops it replaced, under "
+             "\u201cWhat each compiled kernel replaced, and what it saved\u201d: the convolution "
+             "stays a library call (eager's aten::conv2d, compiled extern_kernels.convolution), "
+             "and the BatchNorm's per-channel math and the ReLU (eager's aten::batch_norm and "
+             "aten::relu) become one generated kernel of the \u201cKernels\u201d beside it.",
+             (Pane("0/0", "timings"), Pane("0/0", "kernels")),
+             points=(Point("out = compiled(torch.randn(2, 3, 8, 8))", "editor"),
+                     Point("extern_kernels.convolution", 1))),
+        Step("Each row puts the eager ops' measured time beside the kernel's, from profiles of "
+             "the same calls, and the waterfall goes from eager's call to compiled's: what "
+             "fusion saved, what the library calls cost and the time outside kernels "
+             "(launches, framework, Python). A kernel slower than the eager ops it replaced is "
+             "marked, with why from what was measured.",
+             (Pane("0/0", "timings"), Pane("0/0", "kernels")),
+             points=(Point("cpp_fused__native_batch_norm_legit_no_training_relu", 1),)),
+    )),
     Lesson("Export (AOT) beside the JIT", "export_vs_compile", (
         Step("torch.compile is just in time: it captures graphs as the code runs, guarded for the "
              "inputs it saw, and may split a function at graph breaks. torch.export (ahead of "
