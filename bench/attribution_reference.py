@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from gpu_reference import GRAD_MODES, caller, l2_flush, record_compiles, tensors  # bench/
+from gpu_reference import GRAD_MODES, l2_flush, record_compiles, sides_of  # bench/
 
 CALLS = 20
 FLUSH = "reference_flush"
@@ -48,16 +48,8 @@ def profile(call, flush) -> dict:
 
 
 def measure(entry: dict, flush) -> dict:
-    args, kwargs, mode = entry["call"]
-    with GRAD_MODES[mode]():
-        outs = [t for t in tensors(entry["original"](*args, **kwargs)) if t.requires_grad]
-        grads = [torch.randn_like(t) for t in outs] if mode == "grad" and outs else None
-        sides = {side: caller(fn, args, kwargs, grads)
-                 for side, fn in (("eager", entry["original"]), ("compiled", entry["compiled"]))}
-        for _ in range(3):
-            for call in sides.values():
-                call()
-        return {side: profile(call, flush) for side, call in sides.items()}
+    with GRAD_MODES[entry["call"][2]]():
+        return {side: profile(call, flush) for side, call in sides_of(entry).items()}
 
 
 def main() -> None:

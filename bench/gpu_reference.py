@@ -216,6 +216,20 @@ def paired(rounds: dict[str, list[float]]) -> dict:
     return {"median": median, "q1": q1, "q3": q3, "rounds": len(ratios)}
 
 
+def sides_of(entry: dict) -> dict:
+    """Eager and compiled callers on the first call's arguments, warmed up, with backward when
+    the outputs require grad (random output gradients); call in the first call's grad mode."""
+    args, kwargs, mode = entry["call"]
+    outs = [t for t in tensors(entry["original"](*args, **kwargs)) if t.requires_grad]
+    grads = [torch.randn_like(t) for t in outs] if mode == "grad" and outs else None
+    sides = {side: caller(fn, args, kwargs, grads)
+             for side, fn in (("eager", entry["original"]), ("compiled", entry["compiled"]))}
+    for _ in range(3):
+        for call in sides.values():
+            call()
+    return sides
+
+
 def e2e(entry: dict, calls: int) -> dict:
     """Eager and compiled on the first call's arguments, in its grad mode; with backward when
     the outputs require grad (random output gradients). do_bench's speed-up: the median of
@@ -223,15 +237,8 @@ def e2e(entry: dict, calls: int) -> dict:
     `do_bench_ms` is the median of its rounds, `do_bench_once_ms` one default do_bench call;
     `speedup_same_rounds`: torchbolt's per-call methods' speed-ups from the same rounds."""
     from triton.testing import do_bench
-    args, kwargs, mode = entry["call"]
-    with GRAD_MODES[mode]():
-        outs = [t for t in tensors(entry["original"](*args, **kwargs)) if t.requires_grad]
-        grads = [torch.randn_like(t) for t in outs] if mode == "grad" and outs else None
-        sides = {side: caller(fn, args, kwargs, grads)
-                 for side, fn in (("eager", entry["original"]), ("compiled", entry["compiled"]))}
-        for _ in range(3):
-            for call in sides.values():
-                call()
+    with GRAD_MODES[entry["call"][2]]():
+        sides = sides_of(entry)
         rounds = rounds_of(sides)
         out = {side: {"do_bench_ms": statistics.median(rounds["do_bench"][side]),
                       "do_bench_rounds_ms": rounds["do_bench"][side],
