@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from compiler_core.report.trace_log import trace_result
+from compiler_core.features import wrappers
 
 DATA = Path(__file__).parent / "data" / "tlparse"
 LOGS = sorted(p.name for p in DATA.iterdir() if p.suffix in (".log", ".txt"))
@@ -34,6 +35,7 @@ STAGE_OF = {
     "inductor_post_grad_graph": "post_grad_graph", "after_post_grad_graph": "post_grad_graph",
     "inductor_output_code": "output_code", "compilation_metrics": "metrics",
 }
+    **{name: "aot_runtime_wrappers" for name in wrappers.SPEC.records},
 # Entries torchbolt reads into views other than a stage of their own.
 READ_INTO = {
     "inductor_provenance_tracking_node_mappings": "output code's and kernels' node links",
