@@ -58,6 +58,7 @@ class Lifecycle:
     def __init__(self) -> None:
         self.state = QUEUED
         self.events: list[dict] = []
+        self.phase: dict | None = None  # the latest `phase` event: a poll says it too
         self.ended: float | None = None  # when it moved to an end state (monotonic)
         self.changed = threading.Condition()
 
@@ -69,6 +70,8 @@ class Lifecycle:
                 if self.state in ENDS:
                     self.ended = time.monotonic()
             self.events.append(event)
+            if event.get("type") == "phase":
+                self.phase = event
             self.changed.notify_all()
 
 
@@ -220,4 +223,5 @@ class Handle:
                 "cached": self.cached,
                 "message": None if self.detached else run.message,
                 "elapsed_s": round((self.finished or time.monotonic()) - self.created, 3),
+                "phase": None if self.is_finished else run.life.phase,
                 "result": self.current_result() if with_result else None}

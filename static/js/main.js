@@ -283,6 +283,7 @@ async function compile() {
     progress: (data) => {
       if (current?.id !== jobId) return;
       run.status({ status: data.status });
+      if (data.phase) run.phase(data.phase);
       showJob(data, false);
     },
     polling: () => toast("Live updates are busy on this server: checking the job every second instead", 4000),

@@ -78,7 +78,8 @@ export class RunPanel {
     this.renderStatus();
   }
 
-  phase(event) {
+  phase(event) { // from the event stream, or each poll's latest
+    if (this.phases.at(-1)?.t === event.t) return;
     this.phases.push(event);
     this.then = event.then ?? this.then;
     this.renderStatus();
