@@ -2,9 +2,9 @@
 it replaced (Inductor's provenance joined with the eager profile), and the rows add up to what
 the profiles and the clocks measured.
 
-One job (tiny shapes) through the worker, its records kept; where its profiles were withheld
-(a busy machine), the join is also checked on its records rebuilt without the withholding: the
-join's arithmetic does not depend on how busy the machine was, only the figures' meaning does.
+One job (tiny shapes) through the worker, its records kept (`kept_runs`, tests/conftest.py);
+the join is checked on its records rebuilt without the withholding that a busy machine causes:
+the join's arithmetic does not depend on how busy the machine was, only the figures' meaning.
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ import pytest
 import torch
 from torch.utils.benchmark import Timer
 
-from compiler_core import Options
 from compiler_core.features import attribution as join
-from compiler_core.report.result import build_result, unpacked
 from compiler_core.runtime.measure.profile import PER_EVENT_US, SLOWER, profile_cpu, totals
-from compiler_core.supervisor.job import Job
 
 SCRIPT = """import torch
 
@@ -38,24 +35,10 @@ m(torch.randn(8, 16))
 FC_LINE, GELU_LINE = 10, 11
 
 
-def run_kept(worker, source: str, name: str) -> tuple[dict, dict]:
-    """(a job's result, its result rebuilt from its records with its profiles taken as not
-    withheld)."""
-    records: list[dict] = []
-    job = Job(source, Options(device="cpu"), name,
-              mirror=lambda step, data: records.append(data) if step == "record" else None)
-    worker.execute(job)
-    kept = [unpacked(r) for r in records]
-    for record in kept:
-        if record["name"] == "timing":
-            for side in record["meta"].get("kernels", {}).get("totals", {}).values():
-                side.pop("withheld", None)
-    return job.result, build_result(kept, job.user_file)
-
-
 @pytest.fixture(scope="session")
-def attributed(worker):
-    return run_kept(worker, SCRIPT, "attributed.py")
+def attributed(kept_runs):
+    """(the job's result, its result rebuilt with its profiles taken as not withheld)."""
+    return kept_runs(SCRIPT, "attributed.py")
 
 
 def only_timing(result) -> dict:

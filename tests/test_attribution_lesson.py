@@ -8,15 +8,14 @@ import pytest
 
 from compiler_core import list_lessons
 from compiler_core.gallery import get_example
-from test_attribution import run_kept
 
 SLUG = "inference_no_grad"
 
 
 @pytest.fixture(scope="module")
-def lesson(worker):
+def lesson(kept_runs):
     (text,) = [lesson.explanation for lesson, example in list_lessons() if example.slug == SLUG]
-    result, quiet = run_kept(worker, get_example(SLUG).source, "13_inference_no_grad.py")
+    result, quiet = kept_runs(get_example(SLUG).source, "13_inference_no_grad.py")
     assert result["error"] is None, result["error"]
     (timing,) = quiet["timings"]
     return text, timing["attribution"], result["timings"][0]["attribution"]

@@ -43,11 +43,13 @@ function waterfall({ waterfall: steps }) {
     return { label: step.label, from, to: level, kind: step.saved_us >= 0 ? "saved" : "cost",
              text: `${step.saved_us >= 0 ? "−" : "+"}${us(Math.abs(step.saved_us))}` };
   });
-  const scale = Math.max(...bars.map((b) => Math.max(b.from, b.to))) || 1;
+  const ends = bars.flatMap((b) => [b.from, b.to]);
+  const low = Math.min(0, ...ends); // below zero where profiled kernels outran a call
+  const span = Math.max(...ends) - low || 1;
   return h("div", { class: "waterfall", role: "img", "aria-label": "Waterfall from eager's call to compiled's" },
     bars.map((bar) => {
-      const left = (100 * Math.min(bar.from, bar.to)) / scale;
-      const width = Math.max((100 * Math.abs(bar.to - bar.from)) / scale, 0.3);
+      const left = (100 * (Math.min(bar.from, bar.to) - low)) / span;
+      const width = Math.max((100 * Math.abs(bar.to - bar.from)) / span, 0.3);
       return h("div", { class: `waterfall-row ${bar.kind}` },
         h("span", { class: "waterfall-label" }, bar.label),
         h("span", { class: "waterfall-track" },
