@@ -7,9 +7,9 @@ the script, `runtime/runner.py`), its record types (held at the trust boundary,
 module plus one line here; everything below derives from the declarations.
 """
 
-from . import (aot, autotune, breaks, bytecode, calls, census, cudagraphs, decomp, dynamo,
-               export, frames, fusion, guards, inductor, job, kernels, metrics, recompiles, saved,
-               timings, torchscript, triton_ir, wrappers)
+from . import (aot, autotune, breaks, bytecode, calls, census, compiled_autograd, cudagraphs,
+               decomp, dynamo, export, frames, fusion, guards, inductor, job, kernels, metrics,
+               recompiles, saved, timings, torchscript, triton_ir, wrappers)
 from .spec import ARTIFACT, EVENT, Feature, Part, RecordType, Stage
 
 # Order matters where a part reads another's: kernels before triton_ir (which annotates them)
@@ -17,9 +17,9 @@ from .spec import ARTIFACT, EVENT, Feature, Part, RecordType, Stage
 # this order too: the IR loggers (inductor) before the fusion log that ends on one (fusion), the
 # compile recorder (calls) before the AOTInductor one that wraps its compile (export).
 _LISTED: tuple[Feature, ...] = tuple(m.FEATURE for m in (
-    job, frames, bytecode, dynamo, guards, aot, wrappers, saved, decomp, inductor, kernels,
-    timings, metrics, triton_ir, fusion, autotune, breaks, recompiles, calls, export,
-    torchscript, cudagraphs))
+    job, frames, bytecode, dynamo, guards, aot, wrappers, compiled_autograd, saved, decomp,
+    inductor, kernels, timings, metrics, triton_ir, fusion, autotune, breaks, recompiles, calls,
+    export, torchscript, cudagraphs))
 STAGES: tuple[Stage, ...] = tuple(spec for feature in _LISTED for spec in feature.stages)
 STAGE_NAMES = tuple(spec.name for spec in STAGES if spec.field == "stages")
 GRAPH_STAGES = tuple(spec.name for spec in STAGES if spec.graph)

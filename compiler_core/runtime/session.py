@@ -131,7 +131,10 @@ class CaptureSession:
         if self._paused:
             return
         compile_id = current_compile_id()
-        self.graphs.append((compile_id, copy_graph_module(gm), list(example_inputs)))
+        # The lists too: a compiled autograd graph takes its inputs as a list it empties when it
+        # runs (`set_locals_to_steal`), which the views need after the script.
+        inputs = [list(x) if isinstance(x, list) else x for x in example_inputs]
+        self.graphs.append((compile_id, copy_graph_module(gm), inputs))
         self.writer.emit("fx_nodes", compile_id, None, nodes=node_table(gm, self.user_file),
                          root_module=root_module(gm))
 
