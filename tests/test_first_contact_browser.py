@@ -6,6 +6,7 @@ screen, its words). Screenshots go to test-artifacts/first_contact_*.png.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from urllib.parse import unquote
@@ -84,6 +85,10 @@ def visit(browser, live_server):
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#run[data-status=done]", timeout=RUN_S * 1000)
     statuses = page.evaluate("window.__statuses")
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    unclocked = [re.sub(r"\d+\.\d+ s", "", s["text"]) for s in statuses]
+    with open(os.path.join(ARTIFACTS, "first_contact_statuses.json"), "w") as fh:  # what it said, and when
+        json.dump([s for i, s in enumerate(statuses) if not i or unclocked[i] != unclocked[i - 1]], fh, indent=1)
     yield {"page": page, "lesson_stages": lesson, "statuses": statuses, "problems": problems,
            "refused": refused, "server": live_server}
     context.close()
@@ -269,7 +274,10 @@ def test_stopping_the_timings_keeps_the_stages_shown(visit):
     paste(page, SLOW_TIMING)
     page.keyboard.press("Control+Enter")
     stop = page.wait_for_selector("#run .stop-run:visible", timeout=RUN_S * 1000)
-    assert "timing eager and compiled" in page.inner_text("#run .run-status")
+    running = page.inner_text("#run .run-status")
+    assert "timing eager and compiled" in running and "then timing" not in running, running
+    assert "then tracing the Core ATen and prims views" in running and in_view(page, "#run .stop-run")
+    shot(page, "timing_running")
     stop.click()
     page.wait_for_selector("#run[data-status=failed]", timeout=60_000)
     status = page.inner_text("#run .run-status")

@@ -64,6 +64,7 @@ class Job:
         self._mirror = mirror
         self._records: list[dict] = []
         self._announced: set[tuple] = set()
+        self._then: list[str] = []  # the later phases, as the latest phase that named them said
         self._partial: tuple[int, dict] | None = None
         self._building = threading.Lock()  # one partial build at a time
         self._final_version: int | None = None  # the version once the result is set
@@ -171,7 +172,9 @@ class Job:
                                  else record)
             self._record_bytes += size
         if record["name"] == "phase" and isinstance(record["meta"].get("step"), str):
-            self._emit(phase_event(record))
+            event = phase_event(record, self._then)
+            self._then = event["then"]
+            self._emit(event)
         stage = RECORD_STAGE.get(record["name"])
         if stage and (record["compile_id"], stage) not in self._announced:
             self._announced.add((record["compile_id"], stage))
@@ -195,11 +198,12 @@ class Job:
             self._mirror(step, data)
 
 
-def phase_event(record: dict) -> dict:
-    """A `phase` record as its event, its texts cut (the job wrote them); `then` is None where
-    the record does not say (a step within a phase)."""
+def phase_event(record: dict, then_before: list[str]) -> dict:
+    """A `phase` record as its event, its texts cut (the job wrote them); a record that does not
+    say what comes after it (a step within a phase) keeps `then_before`."""
     then = record["meta"].get("then")
-    then = [step[:200] for step in then[:8] if isinstance(step, str)] if isinstance(then, list) else None
+    then = ([step[:200] for step in then[:8] if isinstance(step, str)] if isinstance(then, list)
+            else then_before)
     return {"type": "phase", "step": record["meta"]["step"][:200], "then": then, "t": record["t"]}
 
 

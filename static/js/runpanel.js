@@ -56,7 +56,7 @@ export class RunPanel {
     clearInterval(this.timer); // a run's clock stops with it
     this.stages = new Map(); // compile id -> [{stage, t}]
     this.phases = []; // the engine's phase events: its long steps (the script, timings, views)
-    this.then = []; // the long steps still to come, as the latest phase that said so named them
+    this.then = []; // the long steps still to come, as the latest phase names them
     this.latest = null; // the latest stage event
     this.stopped = false; // stopped with "Stop here": the stages captured are kept
     this.result = null;
@@ -81,7 +81,7 @@ export class RunPanel {
   phase(event) { // from the event stream, or each poll's latest
     if (this.phases.at(-1)?.t === event.t) return;
     this.phases.push(event);
-    this.then = event.then ?? this.then;
+    this.then = event.then ?? [];
     this.renderStatus();
   }
 
@@ -168,8 +168,8 @@ export class RunPanel {
     const phase = this.phases.at(-1);
     const latest = this.latest?.compile_id && this.latest.t >= (phase?.t ?? 0) ? this.latest : null;
     const compiles = [...this.stages.keys()].filter((id) => id !== RUN).length;
-    return [phase?.step ?? "starting", latest ? `compile ${latest.compile_id}: ${chipLabel(latest.stage)} ` +
-      `(${compiles} compile${compiles === 1 ? "" : "s"} so far)` : null,
+    const counted = this.phases.length < 2 ? ` (${compiles} compile${compiles === 1 ? "" : "s"} so far)` : "";
+    return [phase?.step ?? "starting", latest ? `compile ${latest.compile_id}: ${chipLabel(latest.stage)}${counted}` : null,
     this.then.length ? `then ${this.then.join(", then ")}` : null].filter(Boolean).join(" · ");
   }
 
