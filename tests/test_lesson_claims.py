@@ -173,7 +173,7 @@ def shown_text(result: dict, pane) -> str:
 def test_each_step_points_at_code_and_text_its_example_has(gallery_results):
     """Each step's points (the browser walk scrolls to each and finds it readable on screen):
     an editor point is a line of the script's code (not its docstring or a comment), a pane's is
-    in that pane's real stage."""
+    in that pane's real stage; in the timings view, one of its headings that the text quotes."""
     for lesson, example in list_lessons():
         result = gallery_results[example.slug]
         code_from = ast.parse(example.source).body[1].lineno  # past the module's docstring
@@ -184,6 +184,8 @@ def test_each_step_points_at_code_and_text_its_example_has(gallery_results):
                     line = line_of(example.source, point.text)
                     assert line >= code_from, point
                     assert not example.source.split("\n")[line - 1].strip().startswith("#"), point
+                elif step.panes[point.place].stage == "timings":
+                    assert f"\u201c{point.text}\u201d" in step.text, point
                 else:
                     assert point.text in shown_text(result, step.panes[point.place]), point
 

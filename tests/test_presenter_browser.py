@@ -76,6 +76,7 @@ def lesson_state(page):
             overflow: document.documentElement.scrollWidth - innerWidth,
             saveInside: [...document.querySelectorAll('.pane')].every((p) => inside(p.querySelector('.download'), p)),
             backticks: document.querySelector('.lesson-text').textContent.includes('`'),
+            textHidden: (({ scrollHeight, clientHeight }) => scrollHeight - clientHeight)(document.querySelector('.lesson-text')),
         };
     }""")
 
@@ -188,6 +189,7 @@ def test_a_speaker_walks_every_lesson_in_presenter_mode(browser, app, live_serve
             assert state["saveInside"], state  # pane headers keep Save
             assert state["close"][1] == state["next"][1], state  # the close button does not wrap
             assert not state["backticks"], state  # `code` is shown as code
+            assert state["textHidden"] <= 1, state  # the whole step is read without scrolling
             seen.append((tuple(state["next"]), tuple(state["previous"])))
             if width == 1280:
                 shot(page, f"presenter_lesson_{index + 1}_{number + 1}")

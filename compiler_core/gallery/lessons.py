@@ -168,6 +168,7 @@ LESSONS = (
              "aten::relu) become one generated kernel of the \u201cKernels\u201d beside it.",
              (Pane("0/0", "timings"), Pane("0/0", "kernels")),
              points=(Point("out = compiled(torch.randn(2, 3, 8, 8))", "editor"),
+                     Point("What each compiled kernel replaced, and what it saved", 0),
                      Point("extern_kernels.convolution", 1))),
         Step("Each row puts the eager ops' measured time beside the kernel's, from profiles of "
              "the same calls, and the waterfall goes from eager's call to compiled's: what "
