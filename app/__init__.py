@@ -15,7 +15,6 @@
   from another site's page are refused either way (app/origin.py);
 - JOBS_PER_CLIENT (2): a client's jobs queued or running at once; MAX_TIMEOUT (120 s): the
   largest `timeout` option a job may ask for;
-- TRACE_MAX_BYTES (64 MiB): the most a TORCH_TRACE log upload may send (app/reports.py);
 - THREADS (48, the server's): with STREAM_RESERVE (8) and STREAMS_PER_CLIENT (4), the caps on
   open event streams (app/streams.py): THREADS - STREAM_RESERVE in all;
 - HEAVY_PER_CLIENT (2): a client's expensive requests at once (graph layouts, reports, whole
@@ -61,7 +60,7 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
         DATA_DIR=os.environ.get("TORCHBOLT_DATA", os.path.join(ROOT, "var")),
         WORKERS=1, SANDBOX=None, BROKER=None, TOKEN=None, JOBS_PER_CLIENT=2, MAX_TIMEOUT=120.0,
         THREADS=48, STREAM_RESERVE=8, STREAMS_PER_CLIENT=4, WARM_FIRST_LESSON=True,
-        MAX_CONTENT_LENGTH=1024 * 1024, TRACE_MAX_BYTES=64 * 1024 * 1024, HEAVY_PER_CLIENT=2,
+        MAX_CONTENT_LENGTH=1024 * 1024, HEAVY_PER_CLIENT=2,
         GRAPH_CACHE_BYTES=64 * 1024 * 1024, REPORT_CACHE_BYTES=64 * 1024 * 1024,
         ALLOWED_HOSTS=(), SUBMITS_PER_MINUTE=30, SUBMIT_BURST=10,
         RESULT_CACHE_BYTES=128 * 1024 * 1024, ENVIRONMENTS=(),

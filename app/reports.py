@@ -6,11 +6,12 @@
                                        -> {"key"}: the log read into a result, stored like a
                                           shared one (open /r/KEY)
 
-An upload is untrusted data: it is capped (TRACE_MAX_BYTES, the `trace_upload_bytes` limit, 64
-files), streamed to a private temporary folder and read as text and JSON lines in a helper
-process with a time and memory budget (`read_trace_folder`, the `parse_seconds` limit), at most
-two at once and one per client, waiting clients served in turn (`ParseSlots`); no code from it
-runs and no path in it is opened. An upload costs its client a submit (app/budget.py) and the
+An upload is untrusted data: it is capped (the `trace_upload_bytes` limit, 64 files), streamed
+to a private temporary folder and read as text and JSON lines in a helper process with a time
+and memory budget (`read_trace_folder`, the `parse_seconds` limit), which answers with the
+result's stored form: the server stores it as it is, never expanded. At most two are read at
+once and one per client, waiting clients served in turn (`ParseSlots`); no code from it runs
+and no path in it is opened. An upload costs its client a submit (app/budget.py) and the
 bytes it adds to the store (the `upload_store_bytes` limit, refilled hourly).
 """
 
@@ -125,7 +126,7 @@ def save_uploads(uploads, folder: str) -> tuple[dict[str, str], str]:
 @bp.post("/trace")
 def trace():
     """Read an uploaded TORCH_TRACE log into a result and store it under its content's key."""
-    request.max_content_length = current_app.config["TRACE_MAX_BYTES"]
+    request.max_content_length = limit("trace_upload_bytes")
     uploads = request.files.getlist("log")
     if not uploads or len(uploads) > MAX_FILES:
         raise ApiError(400, f"send 1 to {MAX_FILES} log files as the form field 'log'")
@@ -136,10 +137,10 @@ def trace():
         with PARSES.held(client, 2 * limit("parse_seconds")), \
                 tempfile.TemporaryDirectory(prefix="torchbolt-trace-") as folder:
             names, key = save_uploads(uploads, folder)
-            result = read_trace_folder(folder, names)
+            named, result = read_trace_folder(folder, names)
     except TraceError as exc:
         raise ApiError(400, f"not a TORCH_TRACE log: {exc}") from None
-    source = placeholder_source(result, "Uploaded through the page.")
+    source = placeholder_source(named, "Uploaded through the page.")
     store = manager().store
     store.put(key, source, {}, result)
     quota.charge(client, store.stored_bytes(key) - 1)

@@ -17,11 +17,12 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 
 from .errors import ErrorKind
 from .options import Options, OptionsError, add_flags, from_flags
 from .report.result import build_result
-from .present.static_html import report_html
+from .present.static_html import write_report
 from .report.trace_log import placeholder_source, trace_result
 from .supervisor import sandbox
 from .supervisor.buildcache import BuildCache
@@ -132,8 +133,7 @@ def run_script(source: str, path: str, options: Options, fresh_cache: bool = Fal
 def trace_dir_result(args: argparse.Namespace) -> tuple[str, dict]:
     """The source to show and the result of a TORCH_TRACE folder's log files."""
     names = sorted(n for n in os.listdir(args.trace_dir) if n.endswith(".log"))
-    result = trace_result({n: read_text(os.path.join(args.trace_dir, n)) for n in names},
-                          args.rank)
+    result = trace_result({n: Path(args.trace_dir, n) for n in names}, args.rank)
     source = read_text(args.source) if args.source else placeholder_source(
         result, "Pass --source SCRIPT.py to show it here.")
     return source, result
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m compiler_core") -
         return 2
     if args.command == "report":
         with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(report_html(source, options.to_dict() if args.script else {}, result))
+            write_report(fh, source, options.to_dict() if args.script else {}, result)
         print(f"wrote {args.output}", file=sys.stderr)
     elif args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -197,7 +197,7 @@ def test_download_report_of_a_stored_result(client, compiled):
     assert client.get(f"/api/results/{'0' * 20}/report.html").status_code == 404
 
 
-def test_upload_a_trace_log(client, app, trace_dir, monkeypatch):
+def test_upload_a_trace_log(client, trace_dir, monkeypatch):
     (name, text), = log_files(trace_dir).items()
     response = client.post("/api/trace", data={"log": [(open(trace_dir / name, "rb"), name)]})
     assert response.status_code == 200, response.get_json()
@@ -210,6 +210,6 @@ def test_upload_a_trace_log(client, app, trace_dir, monkeypatch):
     assert graph["ok"] and any(n["name"] == "sin" for n in graph["nodes"])
     bad = client.post("/api/trace", data={"log": [(open(__file__, "rb"), "x.log")]})
     assert bad.status_code == 400 and "not a TORCH_TRACE log" in bad.get_json()["error"]
-    monkeypatch.setitem(app.config, "TRACE_MAX_BYTES", 1000)
+    monkeypatch.setenv("TORCHBOLT_LIMIT_TRACE_UPLOAD_BYTES", "1000")
     big = client.post("/api/trace", data={"log": [(open(trace_dir / name, "rb"), name)]})
     assert big.status_code == 413 and big.get_json()["ok"] is False

@@ -6,6 +6,9 @@ requirements.txt), and by torchbolt's reader (compiler_core/report/trace_log.py)
 the compiles tlparse lists and the stages it shows of each, its restarts and compile failures,
 the exported programs it shows with `--export` and the ranks of `--all-ranks-html`. What
 torchbolt does not read must be named in the result (`trace_unread`), never dropped silently.
+
+A log of real compiles made by the tests (an encoder, its recompiles answered by Inductor's
+caches: issue 46) reads as tlparse reads it too.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler_core.report.trace_log import trace_result
 from compiler_core.features import wrappers
+from compiler_core.report.trace_log import trace_result
+
+pytest_plugins = ["test_trace_import_fixtures"]
 
 DATA = Path(__file__).parent / "data" / "tlparse"
 LOGS = sorted(p.name for p in DATA.iterdir() if p.suffix in (".log", ".txt"))
@@ -34,8 +39,8 @@ STAGE_OF = {
     "aot_backward_graph": "aot_backward", "aot_inference_graph": "aot_inference",
     "inductor_post_grad_graph": "post_grad_graph", "after_post_grad_graph": "post_grad_graph",
     "inductor_output_code": "output_code", "compilation_metrics": "metrics",
-}
     **{name: "aot_runtime_wrappers" for name in wrappers.SPEC.records},
+}
 # Entries torchbolt reads into views other than a stage of their own.
 READ_INTO = {
     "inductor_provenance_tracking_node_mappings": "output code's and kernels' node links",
@@ -44,6 +49,7 @@ READ_INTO = {
     "dynamo_graph_break_reason": "graph_breaks",
     "bwd_compilation_metrics": "metrics' backward",
     "dynamo_error": "the failure's line in the user's file",
+    "torch_version": "the result's environment",
 }
 # A file tlparse writes per entry: NAME_N.EXT, the output code's NAME_HASH_N.EXT; a link's file
 # is the link's name alone.
@@ -94,14 +100,19 @@ def read(tmp_path_factory):
 
 @pytest.mark.parametrize("name", LOGS)
 def test_every_compile_and_stage_tlparse_shows(name, read):
-    out, result = read(name)
+    assert_reads_as_tlparse(*read(name))
+
+
+def assert_reads_as_tlparse(out: Path, result: dict) -> None:
+    """The compiles tlparse lists, the stages it shows of each and its recompiles are the
+    result's; what else it shows is named in `trace_unread`."""
     shown = shown_entries(out)
     ours = {c["id"]: set(c["stages"]) for c in result["compiles"]}
     unread = result["trace_unread"]
     assert set(ours) == {cid for cid in shown if cid is not None}
     for cid, entries in shown.items():
         if cid is None:  # outside any compile: torchbolt shows stages per compile only
-            unlisted = {e for e in entries if e not in unread
+            unlisted = {e for e in entries if e not in unread and e not in READ_INTO
                         and f"{e} (outside any compile)" not in unread}
             assert not unlisted, f"outside any compile: tlparse shows {unlisted}, not listed"
             continue
@@ -159,3 +170,18 @@ def test_ranks_as_tlparse_names_them(tmp_path):
     result = trace_result(single, rank=1)
     assert result["environment"]["trace_log"] == "dedicated_log_torch_trace_rank_1.log"
     assert [c["id"] for c in result["compiles"]] == ["0/0"]
+
+
+def test_a_generated_encoder_log_reads_as_tlparse_reads_it(encoder_log, tmp_path):
+    """A log of real compiles made here (tests/test_trace_import_fixtures.py), read from its file
+    a line at a time; the cache hits' compiles keep their post-grad graph and output code (the
+    hits log their provenance artifacts empty)."""
+    log = encoder_log
+    out = tlparse(log, tmp_path / "out")
+    result = trace_result({log.name: log})
+    assert_reads_as_tlparse(out, result)
+    encoder = [c for c in result["compiles"] if c["id"].startswith("0/")]
+    assert [c["id"] for c in encoder] == ["0/0", "0/1"]
+    assert all({"post_grad_graph", "output_code", "aot_joint"} <= set(c["stages"])
+               for c in encoder)
+    assert result == trace_result({log.name: log.read_text(errors="replace")})

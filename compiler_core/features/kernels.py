@@ -52,7 +52,8 @@ def module_provenance(compile_records, index: int) -> tuple[dict, dict]:
     """The index-th node mapping and kernel stack traces (one per output module)."""
     def nth(name):
         record = _nth(compile_records, name, index)
-        return json.loads(record["payload"]) if record else {}
+        # empty where Inductor's FX graph cache hit (PyTorch logs the artifact, no payload)
+        return json.loads(record["payload"]) if record and record["payload"] else {}
     return (nth("inductor_provenance_tracking_node_mappings"),
             nth("inductor_provenance_tracking_kernel_stack_traces"))
 

@@ -8,11 +8,17 @@ is one graph; an artifact may hold several (forward / backward sections, nested 
 apart by a `graph` label and ids prefixed with it. A node's user line comes from the artifact's
 `src_lines`. The rows have the shape of the Dynamo node table, plus `id` and `graph`; their module
 stacks come from the artifact's `modules` (node id -> stack) where the engine recorded them.
+
+One compile's graph text is read by several parts (the op census, saved activations, node links,
+graph views): `parse_graphs` keeps the last few parses, by the text object itself, so that they
+share one parse of it. Keyed by identity, not content: equal texts of two compiles are still
+parsed once each, and a parse is kept no longer than its compile's work needs.
 """
 
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 
 BANNER = re.compile(r"^# ===== (?P<label>.+) =====$")
 CLASS = re.compile(r"^\s*class (?P<name>[^(]+)\(")
@@ -98,7 +104,24 @@ def _statement(lines: list[str], start: int) -> tuple[str, int]:
     return text.strip(), index
 
 
+PARSES_KEPT = 8  # one compile's graph texts (Dynamo, AOT joint, forward, backward, post-grad)
+_parsed: OrderedDict[int, tuple[str, list, list[_Graph]]] = OrderedDict()
+
+
 def parse_graphs(text: str, src_lines: list) -> list[_Graph]:
+    """The graphs of an FX text. Shared: callers read the graphs and never change them."""
+    kept = _parsed.get(id(text))
+    if kept is not None and kept[0] is text and kept[1] == src_lines:
+        _parsed.move_to_end(id(text))
+        return kept[2]
+    graphs = _parse_graphs(text, src_lines)
+    _parsed[id(text)] = (text, list(src_lines), graphs)  # the text held: its id stays its own
+    while len(_parsed) > PARSES_KEPT:
+        _parsed.popitem(last=False)
+    return graphs
+
+
+def _parse_graphs(text: str, src_lines: list) -> list[_Graph]:
     lines = text.split("\n")
     graphs: list[_Graph] = []
     section, classes, current = None, [], None  # classes: (indent, name) of the open classes

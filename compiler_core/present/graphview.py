@@ -163,7 +163,7 @@ def _stage_tree(compiled: dict, stage: str) -> tuple[list[dict], int, ModuleTree
     dropped = readable["dropped"] + len(found) - len(nodes)
     if dropped and not nodes:
         raise MalformedResult(f"none of the stage's {dropped:,} nodes is well-formed")
-    return nodes, dropped, ModuleTree(nodes)
+    return nodes, dropped, ModuleTree(nodes, most_top=limit("graph_nodes_laid_out"))
 
 
 def _expansion(tree: ModuleTree, collapse: str | int, expand: list[str] | None) -> set[str]:
@@ -179,7 +179,10 @@ def graph_expansion(compiled: dict, stage: str, collapse: str | int = "auto",
 
 
 def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "auto",
-               expand: list[str] | None = None, layout_seconds: float | None = None) -> dict:
+               expand: list[str] | None = None, layout_seconds: float | None = None,
+               dot_most: tuple[int, str] | None = None) -> dict:
+    """The view, laid out by `dot` within `layout_seconds` where its items are within
+    `dot_most` (see `layout.layout`)."""
     nodes, dropped, tree = _stage_tree(compiled, stage)
     expanded = _expansion(tree, collapse, expand)
     items = tree.visible(expanded)
@@ -195,7 +198,8 @@ def graph_view(compiled: dict, stage: str, result: dict, collapse: str | int = "
     edges = tree.edges(expanded)
     widths = {row["id"]: box_width(row.get("label") or [row["name"], row.get("target") or ""])
               for row in rows}
-    done = layout(items, edges, widths, _clusters(tree, expanded, shown), layout_seconds)
+    done = layout(items, edges, widths, _clusters(tree, expanded, shown), layout_seconds,
+                  dot_most)
     for row in rows:
         (x, y), (w, h) = done.positions[row["id"]], done.sizes[row["id"]]
         row.update(x=round(x, 1), y=round(y, 1), w=round(w, 1), h=round(h, 1))

@@ -25,6 +25,10 @@ from dataclasses import dataclass, field
 from ..limits import limit
 
 DOT_MAX_NODES = 1200
+# A report lays out with `dot` views of up to DOT_VIEW_ITEMS items (a second or so each; a dense
+# graph of 1,100 took over 30 s) while their items stay within DOT_REPORT_ITEMS in all (in graph
+# order): which views get `dot` depends on the log alone, never on how fast the machine is.
+DOT_VIEW_ITEMS, DOT_REPORT_ITEMS = 600, 1500
 NODE_H = 34.0  # two text lines: name, target
 CHAR_W = 6.6  # an 11px monospace-ish character, with margin for the bold name
 MIN_W, MAX_W = 54.0, 216.0
@@ -86,14 +90,18 @@ class DotUnavailable(Exception):
 
 
 def dot_layout(nodes: list[str], edges: list[tuple[str, str]], widths: dict,
-               clusters: list[Cluster], seconds: float) -> Layout:
+               clusters: list[Cluster], seconds: float,
+               most: tuple[int, str] | None = None) -> Layout:
     """Positions, edge routes and cluster boxes from `dot -Tjson`, killed after `seconds`;
-    DotUnavailable when dot is missing, fails, or takes too long."""
+    DotUnavailable when dot is missing, fails, takes too long, or the graph has more items than
+    `most` allows (the caller's budget: (items, why))."""
     dot = shutil.which("dot")
     if dot is None:
         raise DotUnavailable("Graphviz dot is not installed")
     if len(nodes) > DOT_MAX_NODES:
         raise DotUnavailable(f"{len(nodes):,} items: dot is used up to {DOT_MAX_NODES:,}")
+    if most is not None and len(nodes) > most[0]:
+        raise DotUnavailable(f"{len(nodes):,} items: {most[1]}")
     if seconds <= 0:
         raise DotUnavailable("no time was left for dot (layout_seconds)")
     source, index = _dot_source(nodes, edges, widths, clusters)
@@ -192,12 +200,14 @@ def _spread(row: list[str], x: dict[str, float]) -> None:
 
 
 def layout(nodes: list[str], edges: list[tuple[str, str]], widths: dict[str, float],
-           clusters: list[Cluster], seconds: float | None = None) -> Layout:
-    """`dot` with clusters where it can within `seconds` (default: the `layout_seconds` limit);
-    else the layered fallback (straight edges, no boxes), with a note saying why."""
+           clusters: list[Cluster], seconds: float | None = None,
+           dot_most: tuple[int, str] | None = None) -> Layout:
+    """`dot` with clusters where it can within `seconds` (default: the `layout_seconds` limit)
+    and the graph has at most `dot_most` items; else the layered fallback (straight edges, no
+    boxes), with a note saying why."""
     try:
         return dot_layout(nodes, edges, widths, clusters,
-                          limit("layout_seconds") if seconds is None else seconds)
+                          limit("layout_seconds") if seconds is None else seconds, dot_most)
     except DotUnavailable as why:
         return Layout("layered", layered_positions(nodes, edges),
                       {n: (min(widths[n], FALLBACK_W), NODE_H) for n in nodes}, note=str(why))

@@ -5,6 +5,11 @@ groups, one per module call. A view of the graph is the set of groups that are e
 is shown as itself when every group around it is expanded, else as the outermost collapsed group
 around it. Group ids are the module paths (`L['self'].mlp.0`), prefixed with the graph's label
 (`backward:`) when a stage holds several graphs, so that forward and backward stay apart.
+
+A graph with more top-level items than a view may lay out (no module stacks, as in a log's AOT
+and post-grad graphs: PyTorch prints none) is cut into runs of `SEGMENT` consecutive items
+(fewer under a low limit), each a group (`nodes 1-1000`), so that a graph of any size has a
+first view and each run opens alone.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 AUTO_VISIBLE = 60  # "auto" expands groups while the view stays at most this many items
+SEGMENT = 1000  # top-level items per run of a graph too large to show whole
 
 
 @dataclass
@@ -34,13 +40,53 @@ class Group:
 class ModuleTree:
     """The groups of one graph's nodes (rows of `fxgraph.stage_nodes`)."""
 
-    def __init__(self, nodes: list[dict]):
+    def __init__(self, nodes: list[dict], most_top: int | None = None):
+        """`most_top`: past this many top-level items, they are cut into runs (`_segment`)."""
         self.nodes = {node["id"]: node for node in nodes}
         self.groups: dict[str, Group] = {}
         self.chain: dict[str, list[str]] = {}  # node id -> its group ids, outermost first
         self.top: list[str] = []  # groups and nodes outside any module, in graph order
         for node in nodes:
             self._place(node)
+        if most_top is not None and len(self.top) > most_top:
+            self._segment(max(1, min(SEGMENT, most_top // 2)))
+
+    def _segment(self, size: int) -> None:
+        """Put the top-level items, each graph's apart, in runs of `size` (one run open and the
+        others closed still fit the view): a group each, one level above every module group."""
+        runs: list[tuple[str, list[str]]] = []  # (graph label, items)
+        for item in self.top:
+            graph = self._graph_of(item)
+            if runs and runs[-1][0] == graph and len(runs[-1][1]) < size:
+                runs[-1][1].append(item)
+            else:
+                runs.append((graph, [item]))
+        for group in self.groups.values():
+            group.depth += 1
+        self.top, counted, run_of = [], {}, {}
+        for graph, items in runs:
+            first = counted.get(graph, 0) + 1
+            counted[graph] = first + len(items) - 1
+            path = f"nodes {first}-{counted[graph]}"
+            gid = f"{graph}:{path}" if graph else path
+            self.groups[gid] = Group(gid, path, "in graph order", None, 1, items,
+                                     sum(self.groups[i].size if i in self.groups else 1
+                                         for i in items))
+            self.top.append(gid)
+            for item in items:
+                run_of[item] = gid
+                if item in self.groups:
+                    self.groups[item].parent = gid
+        for node_id, chain in self.chain.items():
+            self.chain[node_id] = [run_of[chain[0] if chain else node_id], *chain]
+
+    def _graph_of(self, item: str) -> str:
+        if item in self.groups:
+            member = self.groups[item]
+            while member.children and member.children[0] in self.groups:
+                member = self.groups[member.children[0]]
+            item = member.children[0]
+        return self.nodes[item].get("graph") or ""
 
     def _place(self, node: dict) -> None:
         prefix = f"{node['graph']}:" if node.get("graph") else ""

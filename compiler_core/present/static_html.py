@@ -9,24 +9,28 @@ server is needed and nothing is fetched: `static/js/api.js` answers from the emb
 Built by `python -m compiler_core report` and by the web app's "Download report", alike.
 
 The result may be forged (an uploaded log, a hostile job): a graph that cannot be shown is left
-out (the page then says the report holds no graph for that stage), and `dot` gets the
-`layout_seconds` limit once for the whole report, so a report of many dense graphs still takes
-about that long plus the fast layered layouts.
+out (the page then says the report holds no graph for that stage). `dot` lays out views of up to
+`layout.DOT_VIEW_ITEMS` items while they stay within `DOT_REPORT_ITEMS` in all (in graph order),
+the others get the fast layered layout: the same log gives the same report, byte for byte, on
+any machine. Each `dot` is still killed past `DOT_REPORT_SECONDS` (its graphs take a second or
+so), and the view's `layout_note` says so where one was.
 """
 
 from __future__ import annotations
 
 import base64
+import io
+import json
 import os
 import re
 import sys
-import time
+from typing import TextIO
 
 import jinja2
 
 from ..catalogue import catalogue
-from ..limits import limit
 from .graphview import MalformedResult, graph_view
+from .layout import DOT_REPORT_ITEMS, DOT_VIEW_ITEMS
 from ..features import GRAPH_STAGES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -39,6 +43,11 @@ MODULE_PREFIX = "torchbolt/"  # import-map names: torchbolt/js/main.js ...
 RELATIVE_IMPORT = re.compile(r'(\bfrom\s*")(\.{1,2}/[^"]+)(")')
 CSS_URL = re.compile(r'url\("(\.\./[^"]+)"\)')
 ON_DEMAND = ("vendor/plotly.min.js",)  # loaded by the page when first needed
+DOT_REPORT_SECONDS = 30.0
+BOOT_MARK = "torchbolt report boot data"  # where the template's boot data goes, streamed
+# What jinja's `tojson` escapes, that JSON in a <script> cannot end it (htmlsafe_json_dumps)
+HTML_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027"))
+STREAMED_LEVELS = 5  # boot > share > result > compiles > a compile: one compile's JSON at most
 MIME = {".js": "text/javascript", ".woff2": "font/woff2", ".svg": "image/svg+xml"}
 
 
@@ -95,18 +104,26 @@ def _graph_stages(result: dict):
 def graph_views(result: dict) -> dict:
     """`"COMPILE STAGE"` -> the graph view the page asks the API for first (collapse "auto");
     graphs that cannot be shown (malformed, too many items) are left out."""
-    views, deadline = {}, time.monotonic() + limit("layout_seconds")
+    views, left = {}, DOT_REPORT_ITEMS
     for compiled, stage in _graph_stages(result):
+        most = (DOT_VIEW_ITEMS, f"a report lays out views of up to {DOT_VIEW_ITEMS:,} with dot") \
+            if left >= DOT_VIEW_ITEMS else (left, f"{left:,} were left of the report's dot "
+                                                  f"budget ({DOT_REPORT_ITEMS:,} items in all)")
         try:
-            views[f"{compiled['id']} {stage}"] = graph_view(
-                compiled, stage, result, layout_seconds=max(0.0, deadline - time.monotonic()))
+            view = graph_view(compiled, stage, result, layout_seconds=DOT_REPORT_SECONDS,
+                              dot_most=most)
         except ValueError:  # MalformedResult, GraphTooLarge: the report goes without it
             continue
+        views[f"{compiled['id']} {stage}"] = view
+        if view["engine"] == "dot":
+            left -= len(view["nodes"])
     return views
 
 
-def report_html(source: str, options: dict, result: dict) -> str:
-    """The whole report file for one result and the source and options that produced it."""
+def write_report(out: TextIO, source: str, options: dict, result: dict) -> None:
+    """The whole report file for one result and the source and options that produced it,
+    written to `out` as it is made: its boot data (the result and its graph views) is streamed
+    as JSON, never held as one string (a log of hundreds of MB makes a result of as many)."""
     if not isinstance(result, dict):
         raise MalformedResult("the result is not a JSON object")
     boot = {
@@ -121,6 +138,40 @@ def report_html(source: str, options: dict, result: dict) -> str:
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(os.path.join(PAGE_ASSETS, "templates")), autoescape=True)
     environment.globals["url_for"] = lambda endpoint, **values: "#"  # links to the server
-    return environment.get_template("report.html").render(
-        boot=boot, css=inline_css(), importmap=import_map(), favicon=data_url("favicon.svg"),
+    page = environment.get_template("report.html").render(
+        boot=BOOT_MARK, css=inline_css(), importmap=import_map(), favicon=data_url("favicon.svg"),
         entry=f"{MODULE_PREFIX}js/main.js")
+    head, tail = page.split(json.dumps(BOOT_MARK), 1)
+    out.write(head)
+    _write_json(out, boot, STREAMED_LEVELS)
+    out.write(tail)
+
+
+def _write_json(out: TextIO, value, levels: int) -> None:
+    """`value` as jinja's `tojson` writes it (sorted keys, HTML-safe), its dicts and lists
+    `levels` deep written part by part (each part by the C encoder, in one go)."""
+    if levels and isinstance(value, (dict, list)):
+        items = sorted(value.items()) if isinstance(value, dict) else enumerate(value)
+        out.write("{" if isinstance(value, dict) else "[")
+        for i, (key, item) in enumerate(items):
+            out.write(", " if i else "")
+            if isinstance(value, dict):
+                out.write(_html_safe(json.dumps(key)) + ": ")
+            _write_json(out, item, levels - 1)
+        out.write("}" if isinstance(value, dict) else "]")
+        return
+    out.write(_html_safe(json.dumps(value, sort_keys=True)))
+
+
+def _html_safe(text: str) -> str:
+    for char, escaped in HTML_SAFE:
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
+
+
+def report_html(source: str, options: dict, result: dict) -> str:
+    """`write_report`'s file as one string."""
+    out = io.StringIO()
+    write_report(out, source, options, result)
+    return out.getvalue()

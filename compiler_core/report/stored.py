@@ -52,7 +52,12 @@ def _drop(holder: dict, key: str, size: int) -> None:
             holder.pop(extra, None)
 
 
-def compress_result(result: dict) -> bytes:
+class StoredResult(bytes):
+    """A result already in its stored form (`compress_result`'s, made in another process: an
+    upload's helper), which the stores keep as it is: the server never expands it."""
+
+
+def compress_result(result: dict | StoredResult) -> bytes:
     """The stored form of `result`, its largest texts dropped first when over the limits.
 
     What to drop is chosen from measures, not by compressing again after each drop (a result
@@ -60,6 +65,8 @@ def compress_result(result: dict) -> bytes:
     largest texts left until their own sizes (JSON bytes, and compressed bytes scaled by how
     much the last round's drops really saved) cover the excess, then measures once; a few
     rounds at most, then the skeleton."""
+    if isinstance(result, StoredResult):
+        return bytes(result)
     data, blob = _measure(result)
     if _fits(blob):
         return blob

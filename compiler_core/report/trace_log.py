@@ -24,6 +24,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
+from typing import Iterable, Iterator
 
 from ..features import TRACE_ARTIFACTS, TRACE_EVENTS
 from ..wire import valid_record
@@ -108,10 +110,27 @@ class TraceLog:
     unread: Counter = field(default_factory=Counter)  # entry name -> how many were not read
 
 
-def _entries(text: str):
+def text_lines(text: str) -> Iterator[str]:
+    """A text's lines (split at "\n" only), one at a time: a log is never split whole."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        start = end + 1
+
+
+def file_lines(path: Path) -> Iterator[str]:
+    """A log file's lines, read as they come (UTF-8, undecodable bytes replaced)."""
+    with open(path, "rb") as fh:
+        for raw in fh:
+            yield raw.rstrip(b"\n").decode("utf-8", errors="replace")
+
+
+def _entries(lines: Iterable[str]):
     """(time, metadata, payload) of each entry; (None, None, None) for a line that isn't one."""
     head, payload = None, []
-    for line in text.split("\n"):
+    for line in lines:
         if not line:  # never part of an entry (a payload's blank line is a tab): a stutter of
             continue  # the logger, which tlparse skips too (export logs have them mid-payload)
         if line.startswith("\t") and head is not None:
@@ -139,13 +158,15 @@ def _seconds(stamp: str) -> float:
     return datetime.strptime(f"2000{stamp}", "%Y%m%d %H:%M:%S.%f").timestamp()
 
 
-def parse_log(name: str, text: str) -> TraceLog:
-    """A log file's text as torchbolt records (`t` counts from the first entry)."""
+def parse_log(name: str, log_file: str | Path) -> TraceLog:
+    """A log file (its text, or its Path to read it from) as torchbolt records (`t` counts from
+    the first entry)."""
     log = TraceLog(name)
     match = RANK_IN_NAME.search(name)
     log.rank = int(match[1]) if match else None
     converter, start = TraceConverter(), None
-    for stamp, metadata, payload in _entries(text):
+    lines = file_lines(log_file) if isinstance(log_file, Path) else text_lines(log_file)
+    for stamp, metadata, payload in _entries(lines):
         if metadata is None:
             log.skipped_lines += 1
             continue
@@ -206,8 +227,9 @@ def user_file_of(records: list[dict]) -> str:
     return found if isinstance(found, str) else ""
 
 
-def trace_result(files: dict[str, str], rank: int | None = None) -> dict:
-    """The result of a `TORCH_TRACE` folder's log files ({file name: text}).
+def trace_result(files: dict[str, str | Path], rank: int | None = None) -> dict:
+    """The result of a `TORCH_TRACE` folder's log files ({file name: its text, or its Path to
+    read it from as it goes: a log of hundreds of MB is never held whole}).
 
     A multi-process run (one log per rank) is shown one process at a time: rank 0 (or the one
     asked for, else the first log by name); the result's notes name the others."""
@@ -262,23 +284,21 @@ def placeholder_source(result: dict, hint: str) -> str:
 def main() -> None:
     """`python -m compiler_core.report.trace_log`: the server reads an upload in a process of
     its own (`compiler_core/supervisor/uploads.py`). stdin: `{"folder", "names": {file: shown
-    name}}`; stdout: the result's stored form; exit 3 with the reason on stderr when the files
-    hold no trace."""
-    import os
+    name}}`; stdout: one line of JSON, `{"environment", "user_file"}` (what the server names the
+    log by), then the result's stored form; exit 3 with the reason on stderr when the files hold
+    no trace."""
     import sys
 
     from .stored import compress_result
     request = json.load(sys.stdin)
-    files = {}
-    for file, shown in request["names"].items():
-        with open(os.path.join(request["folder"], file), "rb") as fh:
-            files[shown] = fh.read().decode("utf-8", errors="replace")
+    files = {shown: Path(request["folder"], file) for file, shown in request["names"].items()}
     try:
         result = trace_result(files)
     except ValueError as exc:
         sys.stderr.write(str(exc)[:2000])
         sys.exit(3)
-    sys.stdout.buffer.write(compress_result(result))
+    head = {"environment": result["environment"], "user_file": result["user_file"]}
+    sys.stdout.buffer.write(json.dumps(head).encode() + b"\n" + compress_result(result))
 
 
 if __name__ == "__main__":

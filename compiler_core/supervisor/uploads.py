@@ -2,9 +2,11 @@
 
 An upload is untrusted text: the server saves its files to a private temporary folder (they
 stream to disk, never held whole in the server's memory) and a helper process
-(`python -m compiler_core.report.trace_log`, no torch) reads them into a result under the
-`parse_seconds` limit of wall-clock and CPU time and `PARSE_MEMORY` of address space. Whatever
-the files hold, the server's other requests never wait on the parsing: it is another process.
+(`python -m compiler_core.report.trace_log`, no torch) reads them, a line at a time, into a
+result under the `parse_seconds` limit of wall-clock and CPU time and `PARSE_MEMORY` of address
+space, and answers with the result's stored form, which the server stores as it is: it never
+holds the result expanded, so its memory stays flat however large the uploads. Whatever the
+files hold, the server's other requests never wait on the parsing: it is another process.
 """
 
 from __future__ import annotations
@@ -16,18 +18,19 @@ import subprocess
 import sys
 
 from ..limits import limit
-from ..report.stored import expand_result
+from ..report.stored import StoredResult
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PARSE_MEMORY = 3 << 30  # address space: 64 MiB of log text reads in well under 1 GiB
+PARSE_MEMORY = 3 << 30  # address space: the log is read a line at a time; its result is held
 
 
 class TraceError(ValueError):
     """The files hold no trace log, or reading them went past a limit (the message says)."""
 
 
-def read_trace_folder(folder: str, names: dict[str, str]) -> dict:
-    """The result of the log files in `folder` ({file in folder: name to show})."""
+def read_trace_folder(folder: str, names: dict[str, str]) -> tuple[dict, StoredResult]:
+    """The result of the log files in `folder` ({file in folder: name to show}): its
+    `environment` and `user_file`, and the whole result in its stored form."""
     budget = limit("parse_seconds")
     child = subprocess.Popen(
         [sys.executable, "-m", "compiler_core.report.trace_log"], stdin=subprocess.PIPE,
@@ -51,4 +54,8 @@ def read_trace_folder(folder: str, names: dict[str, str]) -> dict:
     if child.returncode != 0:
         raise TraceError(f"reading the log failed (exit {child.returncode}: past the parse "
                          f"time or memory limits?) {err.decode(errors='replace')[-300:]}")
-    return expand_result(out)
+    head, _, blob = out.partition(b"\n")
+    try:
+        return json.loads(head), StoredResult(blob)
+    except ValueError:
+        raise TraceError("the log reader's answer could not be read") from None

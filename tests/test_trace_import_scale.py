@@ -1,0 +1,102 @@
+"""Import at scale (issue 46), on a log of real compiles (`encoder_log`,
+tests/test_trace_import_fixtures.py): two reports of one log are the same bytes, a graph past
+the view limit still has a view, the upload limit is the limits table's `trace_upload_bytes`
+(raised, it lets a larger upload in), and repeated uploads leave the server's memory flat.
+Timings against tlparse are bench/trace_scale_bench.py's (no timed test).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import tracemalloc
+
+import pytest
+
+from app import create_app
+from compiler_core import graph_view, report_html
+from compiler_core.present.layout import DOT_VIEW_ITEMS
+from compiler_core.report.trace_log import trace_result
+
+pytest_plugins = ["test_trace_import_fixtures"]
+
+BOOT = re.compile(r'<script type="application/json" id="boot">(.*?)</script>', re.S)
+MiB = 1 << 20
+
+
+def test_two_reports_of_one_log_are_the_same_bytes(encoder_log, monkeypatch):
+    """Which views `dot` lays out is a budget of items, not of seconds: the server's layout time
+    limit (here all but none) does not decide a report's views, nor does the machine's speed."""
+    monkeypatch.setenv("TORCHBOLT_LIMIT_LAYOUT_SECONDS", "0.001")
+    log = encoder_log
+    first, second = (report_html("", {}, trace_result({log.name: log})) for _ in range(2))
+    assert first == second
+    views = json.loads(BOOT.search(first)[1])["report"]["graphs"]
+    small = [v for v in views.values() if len(v["nodes"]) <= DOT_VIEW_ITEMS]
+    assert small and all(v["engine"] == "dot" for v in small), [v["layout_note"] for v in small]
+
+
+def test_a_graph_too_large_to_show_whole_is_cut_into_runs(encoder_log, monkeypatch):
+    """A log's AOT graphs have no module stacks; past the `graph_nodes_laid_out` limit (here 100)
+    the view shows runs of consecutive nodes, each opening on its own, every node in one."""
+    monkeypatch.setenv("TORCHBOLT_LIMIT_GRAPH_NODES_LAID_OUT", "100")
+    result = trace_result({encoder_log.name: encoder_log})
+    compiled = result["compiles"][0]
+    view = graph_view(compiled, "aot_joint", result)
+    runs = [n for n in view["nodes"] if n["kind"] == "group"]  # "auto" may open the first
+    assert runs and len(view["nodes"]) <= 100 and view["edges"]
+    assert sum(r["size"] for r in runs) == len(view["hidden"]) == view["total_nodes"] - (
+        len(view["nodes"]) - len(runs))
+    assert {h["chain"][0] for h in view["hidden"]} == {r["id"] for r in runs}
+    opened = graph_view(compiled, "aot_joint", result, expand=[runs[0]["id"]])
+    shown = [n for n in opened["nodes"] if n["kind"] == "node"]
+    assert len(shown) == runs[0]["size"] and len(opened["nodes"]) <= 100
+
+
+@pytest.fixture(scope="module")
+def uploads(tmp_path_factory):
+    """A test client of an app with no workers: uploads are read by the helper process alone."""
+    app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path_factory.mktemp("store")),
+                      "WARM_FIRST_LESSON": False, "SUBMIT_BURST": 10_000}, workers=[])
+    return app.test_client()
+
+
+def upload(client, *files: tuple[bytes, str]):
+    return client.post("/api/trace", data={"log": [(io.BytesIO(b), n) for b, n in files]})
+
+
+def test_the_upload_limit_is_the_limits_tables(uploads, encoder_log, monkeypatch):
+    """Past the 64 MiB default, a 413; with `TORCHBOLT_LIMIT_TRACE_UPLOAD_BYTES` raised, the same
+    upload is read (the log, and 63 MiB of lines that are no trace entries), and the catalogue
+    says the raised value."""
+    files = ((encoder_log.read_bytes(), encoder_log.name),
+             ((b"x" * 1023 + b"\n") * (63 * 1024), "padding.log"))
+    assert sum(len(b) for b, _ in files) > 64 * MiB
+    assert upload(uploads, *files).status_code == 413
+    monkeypatch.setenv("TORCHBOLT_LIMIT_TRACE_UPLOAD_BYTES", str(80 * MiB))
+    answer = upload(uploads, *files)
+    assert answer.status_code == 200, answer.get_json()
+    stored = uploads.get(f"/api/results/{answer.get_json()['key']}").get_json()
+    assert [c["id"] for c in stored["result"]["compiles"]][:2] == ["0/0", "0/1"]
+    limits = {x["name"]: x["value"] for x in uploads.get("/api/catalogue").get_json()["limits"]}
+    assert limits["trace_upload_bytes"] == 80 * MiB
+
+
+def test_repeated_uploads_leave_the_server_memory_flat(uploads, encoder_log):
+    """The helper process answers with the result's stored form, which the server stores as it
+    is: an upload never brings its result into the server's memory (at its peak, the body and
+    less than half the result's JSON), and repeated uploads keep nothing."""
+    body = encoder_log.read_bytes()
+    result_json = len(json.dumps(trace_result({encoder_log.name: encoder_log})))
+    assert upload(uploads, (body, encoder_log.name)).status_code == 200
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(4):
+            assert upload(uploads, (body, encoder_log.name)).status_code == 200
+        now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert now - start < 512 * 1024
+    assert peak - start < len(body) + result_json // 2, (peak - start, len(body), result_json)
