@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch.utils.benchmark import Timer
 
-from compiler_core.features import attribution as join
+from compiler_core.features.timings import attribution as join
 from compiler_core.runtime.measure.profile import PER_EVENT_US, SLOWER, profile_cpu, totals
 
 SCRIPT = """import torch

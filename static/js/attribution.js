@@ -1,5 +1,5 @@
 // Kernel attribution (issue 44): what each compiled kernel replaced of the eager program and what
-// it saved, from a timing's `attribution` (compiler_core/features/attribution.py): a waterfall from
+// it saved, from a timing's `attribution` (compiler_core/features/timings/attribution.py): a waterfall from
 // eager's call to compiled's, then a table sorted by time saved, each kernel linked to its source
 // (the Kernels stage of its compile) and to the user's lines. A kernel slower than the eager ops
 // it replaced is marked, with why from what was measured. The links ask the page through events

@@ -12,7 +12,7 @@ one unit for all its calls (`occurrence` None).
 
 The join with Inductor's provenance (compiled kernel -> post-grad nodes -> the Dynamo nodes, the
 user's ATen calls, they came from) is made where the result is built
-(`compiler_core/features/attribution.py`).
+(`compiler_core/features/timings/attribution.py`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ written by compiler_core/runtime/measure): eager vs compiled for every compiled 
 from __future__ import annotations
 
 from .attribution import attribute
-from .spec import Feature, Part, Stage, record
+from ..spec import Feature, Part, Stage, record
 
 SPECS = (Stage("timings", "Timings (measured)", "Measured after the script ran: every compiled "
                "callable, eager vs compiled (the whole run)", "json", records=("timing",),
