@@ -10,29 +10,40 @@ from __future__ import annotations
 from html import escape
 
 SHOWN = 12  # kernels per bar; the rest are summed as "other"
+# A CPU bar's last segment: the profiled call's time outside its kernels and ops (the Python,
+# Dynamo's and AOTAutograd's ranges, the profiler's own cost), one segment on both sides.
+OUTSIDE = "outside the kernels and ops (Python, framework, profiler)"
 
 
-def _segments(rows: list[dict]) -> list[tuple[str, float]]:
-    top = [(escape(r["name"], quote=False), r["us_per_call"]) for r in rows[:SHOWN]]
-    rest = sum(r["us_per_call"] for r in rows[SHOWN:])
-    return top + ([("other", rest)] if rest else [])
+def _segments(rows: list[dict], totals: dict) -> list[tuple[str, float]]:
+    """The busy rows (kernels and ops: the caption's busy time), and on a CPU the rest of the
+    profiled call: a framework range is no kernel, and eager's Python has no range to show."""
+    busy = [r for r in rows if r.get("kind") != "framework"]
+    top = [(escape(r["name"], quote=False), r["us_per_call"]) for r in busy[:SHOWN]]
+    rest = sum(r["us_per_call"] for r in busy[SHOWN:])
+    wall = totals.get("wall_us_per_call")
+    outside = wall - totals["us_per_call"] if wall else 0.0
+    return (top + ([("other", rest)] if rest else [])
+            + ([(OUTSIDE, outside)] if outside > 0 else []))
 
 
 def kernel_figure(kernels: dict, device_kind: str) -> dict | None:
-    """Eager and compiled, one stacked bar each: every row's time per call. None where a side's
-    times were withheld (`profile.withheld_reason`): half a comparison would mislead."""
+    """Eager and compiled, one stacked bar each: every kernel's and op's time per call (the busy
+    time of the caption), and on a CPU the rest of the profiled call. None where a side's times
+    were withheld (`profile.withheld_reason`): half a comparison would mislead."""
     if any(kernels["totals"][mode].get("withheld") for mode in ("eager", "compiled")):
         return None
-    unit = "GPU device time" if device_kind == "cuda" else "CPU self time"
+    unit = ("GPU device time per profiled call by kernel" if device_kind == "cuda" else
+            "CPU self time per profiled call by kernel and op, then the rest of the call")
     data = []
     for mode in ("eager", "compiled"):
-        for name, us in _segments(kernels[mode]):
+        for name, us in _segments(kernels[mode], kernels["totals"][mode]):
             data.append({"type": "bar", "x": [mode], "y": [us], "name": name,
                          "legendgroup": mode,
                          "hovertemplate": f"{name}<br>%{{y:.1f}} us per call<extra>{mode}</extra>"})
     return {"data": data, "layout": {
         "barmode": "stack", "showlegend": False,
-        "title": {"text": f"{unit} per profiled call by kernel ({kernels['cache']}): "
+        "title": {"text": f"{unit} ({kernels['cache']}): "
                           f"{_total('eager', kernels['totals']['eager'])}, "
                           f"{_total('compiled', kernels['totals']['compiled'])}"},
         "yaxis": {"title": {"text": "microseconds per call"}}}}

@@ -185,14 +185,15 @@ function card(entry, result, figures) {
 // The segments are coloured here, in order within their bar, so that legend and bars agree.
 const SEGMENT_COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
                          "#ff9da7", "#9c755f", "#1f77b4", "#8c564b", "#17becf", "#bcbd22"];
-const OTHER_COLOUR = "#9a9a9a";
+const OTHER_COLOUR = "#9a9a9a", OUTSIDE_COLOUR = "#d9d9d9"; // OUTSIDE: plots.py's segment of the rest of a call
 const plain = (label) => new DOMParser().parseFromString(label, "text/html").documentElement.textContent;
 
 function stackLegend(figure) {
   const bars = new Map(); // bar (legend group) -> its traces, bottom first
   const data = figure.data.map((trace) => {
     const segments = bars.get(trace.legendgroup) ?? bars.set(trace.legendgroup, []).get(trace.legendgroup);
-    const color = trace.name === "other" ? OTHER_COLOUR : SEGMENT_COLOURS[segments.length % SEGMENT_COLOURS.length];
+    const color = trace.name === "other" ? OTHER_COLOUR : trace.name.startsWith("outside the kernels") ? OUTSIDE_COLOUR
+      : SEGMENT_COLOURS[segments.length % SEGMENT_COLOURS.length];
     segments.push({ ...trace, marker: { ...trace.marker, color } });
     return segments.at(-1);
   });

@@ -8,7 +8,7 @@ from ..spec import Feature, Part, Stage, record
 
 SPECS = (Stage("timings", "Timings (measured)", "Measured after the script ran: every compiled "
                "callable, eager vs compiled (the whole run)", "json", records=("timing",),
-               field="timings", option="measure"),)
+               field="timings", option="measure", view="timings"),)
 
 
 # What Inductor's cpp.enable_kernel_profile adds to C++ kernels: a RECORD_FUNCTION per kernel
@@ -32,14 +32,40 @@ def note_kernel_profile(run) -> None:
                 "torch.compile run has no such line")
 
 
+def compiled_while_timing(meta: dict, compiles: list[dict]) -> list[str]:
+    """The graphs the timed compiled call ran that no compile of the run holds: capture records
+    every compile the script makes, so these were compiled while torchbolt timed the call, with
+    capture paused (compiled autograd traces the backward again once gradients accumulate into
+    the .grad that earlier calls left)."""
+    known = {c.get("id") for c in compiles}
+    return [i for i in meta.get("replayed") or [] if i not in known]
+
+
+def unrecorded_note(ids: list[str]) -> str:
+    graphs = ", ".join(ids)
+    return (f"The timed compiled call ran {graphs}, compiled while timing: calling the callable "
+            "again ran code its script's calls had not (compiled autograd, for one, traces the "
+            "backward again once gradients accumulate into the .grad earlier calls left). "
+            "Capture is paused while timing, so it is not among this run's compiles, and its "
+            "kernels are not joined to the eager ops they replaced.")
+
+
 def timing_entry(meta: dict, run) -> dict:
-    """A timing record's entry (a copy: records are read again by later builds), with its kernel
+    """A timing record's entry (a copy: records are read again by later builds), with the graphs
+    its call ran that the timing compiled itself (`compiled_while_timing`), and its kernel
     attribution (`attribution`) in place of the profiles' units it is made of."""
+    entry = dict(meta)
+    unrecorded = compiled_while_timing(meta, run.compiles)
+    if unrecorded:
+        entry.update(compiled_while_timing=unrecorded,
+                     notes=[*meta.get("notes", []), unrecorded_note(unrecorded)])
     kernels = meta.get("kernels")
     if not isinstance(kernels, dict) or "units" not in kernels:
-        return meta
-    entry = {**meta, "kernels": {k: v for k, v in kernels.items() if k not in ("units", "units_s")}}
+        return entry
+    entry["kernels"] = {k: v for k, v in kernels.items() if k not in ("units", "units_s")}
     entry["attribution"] = attribute(meta, run.compiles, run.user_file)
+    if unrecorded and "rows" in entry["attribution"]:
+        entry["attribution"]["compiled_while_timing"] = unrecorded
     return entry
 
 

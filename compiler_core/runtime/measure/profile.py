@@ -50,8 +50,10 @@ def _kind(name: str, category: str) -> str:
 
 
 def _rows(groups: dict[str, list[dict]], calls: int) -> list[dict]:
-    """One row per kernel name, longest first: its launches' times summed over the calls (so
-    that the rows add up to the profile's total), and its median launch."""
+    """One row per kernel name, kernels and ops longest first, then the framework ranges (the
+    Python inside Dynamo's and AOTAutograd's ranges, which is no kernel's): its launches' times
+    summed over the calls (so that the rows add up to the profile's total), and its median
+    launch."""
     rows = []
     for name, events in groups.items():
         durations = [e["us"] for e in events]
@@ -64,19 +66,25 @@ def _rows(groups: dict[str, list[dict]], calls: int) -> list[dict]:
         if flop:
             row["flop_per_call"] = flop
         rows.append(row)
-    rows.sort(key=lambda r: -r["us_per_call"])
+    rows.sort(key=lambda r: (r["kind"] == "framework", -r["us_per_call"]))
     return rows
 
 
 def top(rows: list[dict]) -> list[dict]:
-    """The `TOP_ROWS` longest rows and one row summing the rest."""
+    """The first `TOP_ROWS` rows, and a row summing the rest's kernels and ops and one their
+    framework ranges (so that the busy rows still add up to the busy time)."""
     if len(rows) <= TOP_ROWS:
         return rows
     rest = rows[TOP_ROWS:]
-    return rows[:TOP_ROWS] + [{"name": f"{len(rest)} others", "kind": "other",
-                               "launches": sum(r["launches"] for r in rest),
-                               "us_per_call": sum(r["us_per_call"] for r in rest),
-                               "us_per_launch": None}]
+    summed = []
+    for kind, label in (("other", "others"), ("framework", "other framework ranges")):
+        part = [r for r in rest if (r["kind"] == "framework") == (kind == "framework")]
+        if part:
+            summed.append({"name": f"{len(part)} {label}", "kind": kind,
+                           "launches": sum(r["launches"] for r in part),
+                           "us_per_call": sum(r["us_per_call"] for r in part),
+                           "us_per_launch": None})
+    return rows[:TOP_ROWS] + summed
 
 
 def compiled_regions(names) -> list[str]:
