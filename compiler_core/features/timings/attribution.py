@@ -8,8 +8,12 @@ op (`torch._C._nn.gelu(y)` as `aten::gelu`, `a * b` as `aten::mul`). The n-th ea
 is the n-th Dynamo node of that op, in graph order over the graphs the compiled call ran
 (`matched` "order"); where the counts differ, an op's eager time is split evenly over its nodes
 (`matched` "name"); a node no kernel holds goes to the kernels written for its user line
-(`matched` "line": a pattern Inductor replaced can lose its provenance), and eager backward ops
-to the backward kernels holding post-grad nodes of that op (`matched` "backward name"). A node
+(`matched` "line": a pattern Inductor replaced can lose its provenance). An eager backward op
+goes to the backward kernels written for the user line of the Dynamo node its forward op was
+matched to (`matched` "backward line": the profiler's sequence numbers tie it to that forward op,
+`runtime/measure/attribution.py`; `gelu_backward`, which Inductor decomposes, has no node of its
+name), else to the backward kernels holding post-grad nodes of its op (`matched` "backward
+name"). A node
 whose work several kernels share (split or recomputed) has its eager time split over them by
 their compiled time. Eager work no kernel holds (views, no-ops Inductor removed, ops outside the
 graphs) and compiled work that holds no eager op are rows of their own, and so is the time
@@ -146,6 +150,7 @@ class Owners:
         self.nodes: dict[tuple, list[str]] = {}
         self.lines: dict[tuple, list[str]] = {}
         self.backward: dict[str, list[str]] = {}
+        self.backward_lines: dict[tuple, list[str]] = {}
 
     @staticmethod
     def add(table: dict, key, name: str) -> None:
@@ -178,6 +183,8 @@ def kernel_rows(rows: Rows, kernels: list[dict]) -> Owners:
         if kernel.get("graph") == "backward":
             for node in kernel.get("nodes") or []:
                 owners.add(owners.backward, op_key(NUMBERED.sub("", node)), name)
+            for line in kernel.get("lines") or []:
+                owners.add(owners.backward_lines, (compile_id, line), name)
     return owners
 
 
@@ -197,12 +204,13 @@ def assign_eager(rows: Rows, units: list[dict], nodes: list[tuple],
                            us * (weight / total if total else 1 / len(kernels)),
                            matched=matched, shared=len(kernels) if len(kernels) > 1 else None)
     by_op: dict[str, list[dict]] = {}
-    for unit in units:
+    for unit in (u for u in units if "forward" not in u):
         by_op.setdefault(op_key(unit["name"]), []).append(unit)
     nodes_of: dict[str, list[tuple]] = {}
     for compile_id, node, op, line in nodes:
         nodes_of.setdefault(op, []).append((compile_id, node, line))
     left: list[dict] = []
+    placed: dict[tuple, list[tuple]] = {}  # a forward unit -> the Dynamo nodes it was given to
     for op, op_units in by_op.items():
         op_nodes = nodes_of.get(op, [])
         if not op_nodes:
@@ -213,6 +221,7 @@ def assign_eager(rows: Rows, units: list[dict], nodes: list[tuple],
         pairs = zip(op_units, ([n] for n in op_nodes)) if in_order else (
             (u, op_nodes) for u in op_units)
         for unit, its_nodes in pairs:
+            placed[(unit["name"], unit["occurrence"])] = its_nodes
             for compile_id, node, line in its_nodes:
                 share = unit["us"] / len(its_nodes)
                 held_by = owners.nodes.get((compile_id, node))
@@ -224,9 +233,16 @@ def assign_eager(rows: Rows, units: list[dict], nodes: list[tuple],
                 else:
                     left.append({**unit, "us": share, "node": node})
     still: list[dict] = []
-    for unit in left:
-        held_by = owners.backward.get(op_key(unit["name"]))
-        if held_by:
+    for unit in left + [u for u in units if "forward" in u]:
+        forward = unit.get("forward") or {}
+        its_nodes = placed.get((forward.get("name"), forward.get("occurrence")), [])
+        on_lines = list(dict.fromkeys(name for compile_id, _, line in its_nodes
+                                      for name in owners.backward_lines.get((compile_id, line), [])))
+        held_by = owners.backward.get(op_key(unit["name"]), [])
+        if on_lines:  # of those, the kernels holding a node of its op where there are some
+            give(unit, unit["us"], [k for k in on_lines if k in held_by] or on_lines,
+                 its_nodes[0][1] if len(its_nodes) == 1 else None, "backward line")
+        elif held_by:
             give(unit, unit["us"], held_by, unit.get("node"), "backward name")
         else:
             still.append(unit)

@@ -8,7 +8,9 @@ busy descendants' (so the units add up to the profile's busy total, `profile.tot
 device time of the kernels, memcpys and memsets it launched, each tied to the op that launched it
 through the profiler's `External id`. The same op's n-th call in every profiled call is one unit
 (`occurrence`), its time per call; an op called a number of times that the calls don't divide is
-one unit for all its calls (`occurrence` None).
+one unit for all its calls (`occurrence` None). CPU: an op autograd ran in the backward names
+the forward unit whose op made its autograd node (`forward`: the profiler's sequence number of
+the `autograd::engine::evaluate_function` range it ran in is the one that forward op recorded).
 
 The join with Inductor's provenance (compiled kernel -> post-grad nodes -> the Dynamo nodes, the
 user's ATen calls, they came from) is made where the result is built
@@ -20,18 +22,47 @@ from __future__ import annotations
 from collections import Counter
 
 
-def per_call(units: list[tuple[str, float]], calls: int) -> list[dict]:
-    """(name, us) in time order over `calls` calls -> per-call units in first-call order."""
-    counts = Counter(name for name, _ in units)
+def per_call(units: list[tuple], calls: int) -> list[dict]:
+    """(name, us) or (name, us, sequence numbers it recorded, its backward's sequence number) in
+    time order over `calls` calls -> per-call units in first-call order, a backward unit with
+    the forward unit whose sequence number its backward carries (`forward`)."""
+    counts = Counter(unit[0] for unit in units)
     seen: Counter = Counter()
-    out: dict[tuple, float] = {}
-    for name, us in units:
+    out: dict[tuple, dict] = {}
+    made_by: dict[int, dict] = {}  # sequence number -> the forward unit that recorded it last
+    for name, us, *sequence in units:
         per = counts[name] / calls
         occurrence = seen[name] % int(per) if per.is_integer() else None
         seen[name] += 1
-        out[(name, occurrence)] = out.get((name, occurrence), 0.0) + us / calls
-    return [{"name": name, "occurrence": occurrence, "us": us}
-            for (name, occurrence), us in out.items()]
+        unit = out.setdefault((name, occurrence), {"name": name, "occurrence": occurrence,
+                                                    "us": 0.0})
+        unit["us"] += us / calls
+        recorded, backward_of = sequence or ((), None)
+        if backward_of is None:
+            made_by.update((number, unit) for number in recorded)
+        elif backward_of in made_by and "forward" not in unit:
+            forward = made_by[backward_of]
+            unit["forward"] = {"name": forward["name"], "occurrence": forward["occurrence"]}
+    return list(out.values())
+
+
+BACKWARD_RANGE = "autograd::engine::evaluate_function: "
+
+
+def _backward_of(event) -> int | None:
+    """The sequence number of the autograd node whose backward an event ran in, if any."""
+    while event is not None:
+        if event.name.startswith(BACKWARD_RANGE) and event.sequence_nr >= 0:
+            return event.sequence_nr
+        event = event.cpu_parent
+    return None
+
+
+def _recorded(event) -> list[int]:
+    """The sequence numbers an event and its descendants recorded (the autograd nodes they
+    made: `aten::linear`'s `aten::addmm` makes AddmmBackward0)."""
+    own = [event.sequence_nr] if event.sequence_nr >= 0 else []
+    return own + [n for child in event.cpu_children for n in _recorded(child)]
 
 
 def cpu_units(events, calls: int, name_of, busy) -> list[dict]:
@@ -48,10 +79,11 @@ def cpu_units(events, calls: int, name_of, busy) -> list[dict]:
                 return False
             parent = parent.cpu_parent
         return True
-    units = [(event.time_range.start, name_of(event), inclusive(event)) for event in events
+    units = [(event.time_range.start, name_of(event), inclusive(event), event) for event in events
              if busy(name_of(event)) and top_level(event)]
     units.sort(key=lambda unit: unit[0])
-    return per_call([(name, us) for _, name, us in units if us > 0], calls)
+    return per_call([(name, us, _recorded(event), _backward_of(event))
+                     for _, name, us, event in units if us > 0], calls)
 
 
 def _top_level_ops(ops: list[dict]) -> dict:
