@@ -84,3 +84,17 @@ def test_a_timing_of_the_scripts_own_graphs_names_none():
     assert compiled_while_timing({"replayed": ["0/0", "1/0"]}, compiles) == []
     assert compiled_while_timing({"replayed": ["0/0", "!1/3/0"]}, compiles) == ["!1/3/0"]
     assert compiled_while_timing({"error": "not timed"}, compiles) == []
+
+
+def test_bytes_moved_are_given_where_known_and_said_unknown_elsewhere(kept_runs):
+    from test_attribution import SCRIPT
+    from compiler_core.features.timings.attribution import add_bytes
+    _, quiet = kept_runs(SCRIPT, "attributed.py")
+    attribution = quiet["timings"][0]["attribution"]
+    assert attribution["bytes"].startswith("Bytes moved: not known on a CPU")
+    assert not any("compiled_gb" in row for row in attribution["rows"])
+    # GPU: a compiled kernel's row takes its per-kernel row's bytes (Inductor's num_gb)
+    rows = [{"kernel": "triton_poi_fused_add_0"}, {"kernel": "aten::mm"}]
+    add_bytes(rows, [{"name": "triton_poi_fused_add_0", "gb_per_call": 2e-6},
+                     {"name": "aten::mm", "kind": "library"}])
+    assert rows == [{"kernel": "triton_poi_fused_add_0", "compiled_gb": 2e-6}, {"kernel": "aten::mm"}]

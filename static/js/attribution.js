@@ -26,7 +26,8 @@ export function renderAttribution(attribution) {
     h("p", { class: "attribution-headline" }, attribution.headline),
     waterfall(attribution), table(attribution.rows),
     h("p", { class: "muted" }, `${attribution.error} Eager times per call of the eager profile, compiled ` +
-      `times of the compiled profile (${attribution.e2e_series} series for the calls end to end).${cost}`));
+      `times of the compiled profile (${attribution.e2e_series} series for the calls end to end).${cost}` +
+      (attribution.bytes ? ` ${attribution.bytes}` : "")));
 }
 
 // From eager's call to compiled's: each kind of row's saving (green) or cost (red), as floating
@@ -88,11 +89,14 @@ function kernelCell(row) {
 }
 
 function table(rows) {
-  const headers = ["compiled kernel", "eager ops it replaced", "eager", "compiled", "saved", "lines"];
+  const bytes = rows.some((r) => r.compiled_gb != null); // GPU: the compiled kernels' bytes moved
+  const headers = ["compiled kernel", "eager ops it replaced", "eager", "compiled", ...(bytes ? ["compiled MB"] : []),
+    "saved", "lines"];
   const row = (r) => [h("tr", { class: `attribution-row ${r.kind.replace(/ /g, "-")}${r.slower ? " slower" : ""}`,
       dataset: { kernel: r.kernel } },
     kernelCell(r), h("td", {}, r.kind === "outside" ? "launches, framework, Python" : eagerOps(r)),
     h("td", {}, us(r.eager_us)), h("td", {}, us(r.compiled_us)),
+    bytes ? h("td", {}, r.compiled_gb != null ? (r.compiled_gb * 1e3).toPrecision(3) : "") : null,
     h("td", { class: r.saved_us < 0 ? "cost" : "saved" }, us(r.saved_us)),
     h("td", {}, (r.lines ?? []).map((line) => lineLink(line, () => ask(document, "torchbolt-line", { line }))))),
     r.slower ? h("tr", { class: "slower-why" }, h("td", { colspan: headers.length }, "Slower than eager: ", r.slower)) : null];

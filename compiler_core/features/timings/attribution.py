@@ -321,6 +321,21 @@ def headline(steps: list[dict], eager_kernels: float, compiled_kernels: float) -
     return f"kernels {_us(eager_kernels)} -> {_us(compiled_kernels)}: " + ", ".join(parts)
 
 
+BYTES = {"cuda": "Bytes moved: the compiled Triton kernels' as their per-kernel rows have them "
+                 "(Inductor's kernel_num_gb, else counted from the launch's arguments); not known "
+                 "for eager's kernels or library calls (the profiler records no bytes).",
+         "cpu": "Bytes moved: not known on a CPU (the profiler records no bytes, and Inductor "
+                "estimates them for GPU kernels only)."}
+
+
+def add_bytes(rows: list[dict], compiled_rows: list[dict]) -> None:
+    """A row's compiled bytes per call where its kernel's per-kernel row has them (GPU)."""
+    moved = {r["name"]: r["gb_per_call"] for r in compiled_rows if r.get("gb_per_call")}
+    for row in rows:
+        if row["kernel"] in moved:
+            row["compiled_gb"] = moved[row["kernel"]]
+
+
 def attribute(entry: dict, compiles: list[dict], user_file: str) -> dict:
     """The attribution of a timing entry that holds its profiles' units (`kernels.units`)."""
     kernels = entry["kernels"]
@@ -353,9 +368,11 @@ def attribute(entry: dict, compiles: list[dict], user_file: str) -> dict:
         row["saved_us"] = row["eager_us"] - row["compiled_us"]
         row["slower"] = slower_reason(row)
     out_rows.sort(key=lambda r: -r["saved_us"])
+    add_bytes(out_rows, kernels.get("compiled") or [])
     steps = waterfall(out_rows, e2e["eager"], e2e["compiled"])
     return {"rows": out_rows, "eager_kernels_us": sums["eager"],
             "compiled_kernels_us": sums["compiled"], "eager_e2e_us": e2e["eager"],
             "compiled_e2e_us": e2e["compiled"], "e2e_series": basis, "waterfall": steps,
             "headline": headline(steps, sums["eager"], sums["compiled"]), "error": ERROR,
+            "bytes": BYTES["cuda" if entry.get("device") == "cuda" else "cpu"],
             "cost_s": units_s}
