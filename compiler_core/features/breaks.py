@@ -13,8 +13,12 @@ repeat of a restarted attempt left out. That is PyTorch's own count: the total o
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
 import re
 import textwrap
+from functools import lru_cache
 
 from ..parsers.callsite import traceback_frames
 from ..parsers.common import is_user_file, last_user_line
@@ -136,6 +140,32 @@ def _gb_type(payload: str, message: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def _registry_ids() -> dict[str, str | None]:
+    """gb_type -> id in the installed torch's graph-break registry (torch 2.13-2.15: a JSON
+    object of `"GB0059": [{"Gb_type": ..., ...}, ...]`, an id's earlier names listed too); a
+    gb_type listed under two ids (PyTorch calls its id undefined) maps to None. Found without
+    importing torch; a torch without the file has no ids."""
+    spec = importlib.util.find_spec("torch")
+    folder = os.path.dirname(spec.origin) if spec and spec.origin else ""
+    try:
+        with open(os.path.join(folder, "_dynamo", "graph_break_registry.json")) as f:
+            registry = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    ids: dict[str, str | None] = {}
+    for gb_id, entries in registry.items():
+        for entry in entries:
+            gb_type = entry["Gb_type"]
+            ids[gb_type] = gb_id if ids.get(gb_type, gb_id) == gb_id else None
+    return ids
+
+
+def registry_id(gb_type: str | None) -> str | None:
+    """The id (GB0059) of a break named `gb_type` in the installed torch's registry."""
+    return _registry_ids().get(gb_type) if gb_type else None
+
+
 def full_reason(message: str) -> str:
     """The reason as PyTorch states it, every line of it (explanation, hints, debug context,
     link), without the "Graph break in user code at" header (the break's `line` says where)."""
@@ -162,7 +192,7 @@ def parse_break(payload: str, user_file: str) -> dict:
         "reason": " ".join(filter(None, [stated, title if title != stated else None])),
         "full_reason": full_reason(message),
         "gb_type": title,
-        "gb_code": code["code"].upper() if code else None,
+        "gb_code": code["code"].upper() if code else registry_id(title),
         "explanation": next((v for k, v in fields if k == "Explanation"), None),
         "hints": [v for k, v in fields if k == "Hint"],
         "url": url[0] if url else None,
