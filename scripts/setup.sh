@@ -12,11 +12,11 @@
 # its torch changes (a changed requirements.txt is installed into it). `--no-second-torch` (serve.sh) skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-debs=(graphviz chromium bubblewrap util-linux redis-server)
+debs=(graphviz chromium bubblewrap util-linux redis-server nodejs)  # nodejs: the page's unit tests
 python3 -c "import ensurepip" 2>/dev/null || debs+=(python3-venv)  # Debian's Python splits it off
 if ! command -v dot >/dev/null || [ ! -x /usr/bin/chromium ] || ! command -v bwrap >/dev/null \
     || ! command -v setpriv >/dev/null || ! command -v redis-server >/dev/null \
-    || [ "${#debs[@]}" -gt 5 ]; then
+    || ! command -v node >/dev/null || [ "${#debs[@]}" -gt 6 ]; then
     sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"
     wait_lock=(-o DPkg::Lock::Timeout=600)  # another apt or unattended-upgrades may hold it
     $sudo_ apt-get "${wait_lock[@]}" update -qq

@@ -10,6 +10,10 @@ cd "$(dirname "$0")/.."
 # torch's tests); the script fails if either failed, pytest's exit 5 (no tests) included.
 main_rc=0
 "$PROJECT_PYTHON" -m pytest tests -q -p no:cacheprovider "$@" || main_rc=$?
+# The page's pure modules (diff, layout, stages, recompiles, paths): Node's own test runner.
+echo "== the page's unit tests (node --test tests/js/)"
+node_rc=0
+PROJECT_PYTHON="$PROJECT_PYTHON" node --test tests/js/ || node_rc=$?
 
 # The engine under the second torch: capture, every stage, the report and the CLI (no browser
 # suites: the page does not depend on torch). Add a test file here when it covers the engine.
@@ -30,5 +34,6 @@ echo "== the engine tests under torch $SECOND_TORCH ($SECOND_TORCH_VENV)"
 second_rc=0
 "$SECOND_TORCH_VENV/bin/python" -m pytest "${ENGINE_TESTS[@]}" -q -p no:cacheprovider "$@" \
     || second_rc=$?
-echo "== main suite: exit $main_rc; engine tests under torch $SECOND_TORCH: exit $second_rc"
-[ "$main_rc" -eq 0 ] && [ "$second_rc" -eq 0 ]
+echo "== main suite: exit $main_rc; page unit tests: exit $node_rc;" \
+     "engine tests under torch $SECOND_TORCH: exit $second_rc"
+[ "$main_rc" -eq 0 ] && [ "$node_rc" -eq 0 ] && [ "$second_rc" -eq 0 ]

@@ -4,7 +4,8 @@
   (`from compiler_core import X`, X in `compiler_core.__all__`);
 - the engine's caller side (`supervisor/`) and its report (`report/`) never import the job
   process's code (`runtime/`), and never torch; `import compiler_core` / `import app` load no torch;
-- the engine never imports Flask; no module in `compiler_core/` or `app/` is over 400 lines;
+- the engine never imports Flask; no module in `compiler_core/`, `app/` or `static/js/` is over
+  400 lines;
 - the engine's packages stand in layers (`LAYERS`): each imports only its own layer and those
   below it, and no module is in an import cycle.
 """
@@ -157,7 +158,11 @@ def test_importing_the_packages_loads_no_torch():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("path", python_files("compiler_core", "app"),
+def page_modules() -> list[str]:
+    return sorted(glob.glob(os.path.join(ROOT, "static", "js", "**", "*.js"), recursive=True))
+
+
+@pytest.mark.parametrize("path", python_files("compiler_core", "app") + page_modules(),
                          ids=lambda p: os.path.relpath(p, ROOT))
 def test_no_module_over_400_lines(path):
     with open(path, encoding="utf-8") as fh:

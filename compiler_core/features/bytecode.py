@@ -12,9 +12,10 @@ from ..parsers.common import artifact, is_user_file
 from .spec import TEXT, Feature, Stage, record
 
 # One `bytecode` record holds both; it announces the transformed code, the part Dynamo wrote.
-SPECS = (Stage("bytecode_original", "Bytecode: original", "Original bytecode", "pycon"),
+SPECS = (Stage("bytecode_original", "Bytecode: original", "Original bytecode", "pycon",
+               view="bytecode"),
          Stage("bytecode_transformed", "Bytecode: transformed", "Transformed bytecode", "pycon",
-               records=("bytecode",)))
+               records=("bytecode",), view="bytecode"))
 DIS_LINE_NUMBER = re.compile(r"^\s*(\d+)\s{2,}")
 
 

@@ -34,10 +34,10 @@ SPECS = (
           field="exports"),
     Stage("aoti_wrapper", "AOTInductor wrapper (C++)",
           "AOTInductor: the package's generated C++ wrapper (wrapper.cpp)", "cpp",
-          field="exports"),
+          field="exports", panel="aoti"),
     Stage("aoti_kernels", "AOTInductor kernels",
           "AOTInductor: the package's kernels (kernel.cpp; on CUDA the Triton kernels the "
-          "wrapper carries)", "cpp", field="exports"),
+          "wrapper carries)", "cpp", field="exports", panel="aoti"),
 )
 SPEC = {spec.name: spec for spec in SPECS}
 PACKAGE_FILES = 500  # files of one package listed (runtime/aoti.py records no more)

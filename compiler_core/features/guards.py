@@ -17,7 +17,8 @@ import re
 from ..parsers.common import artifact, is_user_file
 from .spec import Feature, Stage, record, traced
 
-SPECS = (Stage("guards", "Guards", "Guards", "text", records=("dynamo_cpp_guards_str",)),)
+SPECS = (Stage("guards", "Guards", "Guards", "text", records=("dynamo_cpp_guards_str",),
+                view="guards"),)
 TREE_LINE = re.compile(r"^(?P<depth>(?:\| )*)\+- (?P<kind>\w+): (?P<body>.*)$")
 # PyTorch may follow the location with a note: "... in f (user code shown is first use ...)".
 LOCATION = re.compile(r"#\s*(?P<file>[^\s#]+):(?P<line>\d+) in (?P<fn>[\w<>]+)")

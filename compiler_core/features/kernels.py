@@ -19,7 +19,8 @@ from ..parsers.common import graph_label, user_lines
 from .spec import Feature, Part, Stage, record
 
 # A compile's `kernels` list; the page shows it as one text, each kernel with its nodes.
-SPECS = (Stage("kernels", "Kernels", "Generated kernels", "python", field="kernels"),)
+SPECS = (Stage("kernels", "Kernels", "Generated kernels", "python", field="kernels",
+                view="kernels"),)
 
 DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.(?P<fn>\w+)\(", re.M)
 EXTERN_CALL = re.compile(r"\bextern_kernels\.(?P<name>\w+)\(")

@@ -39,10 +39,18 @@ class Stage:
     option: str | None = None  # the run option without which the stage is left out
     from_payload: bool = False  # its artifact is the first announcing record's text (below)
     heading: str = ""  # from_payload: text put before the record's
+    # The page's view of it (static/js/views/<view>.js; default: "fx" for a graph, else "text"),
+    # its panel (views/index.js: "saved", what AOTAutograd saved for the backward, beside the
+    # text; "aoti", the package's JIT vs AOT times, above it), and the stage a pane shows where
+    # a compile lacks this one (training vs inference).
+    view: str = ""
+    panel: str | None = None
+    counterpart: str | None = None
 
     def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items()
-                if k not in ("records", "from_payload", "heading")}
+        out = {k: v for k, v in asdict(self).items()
+               if k not in ("records", "from_payload", "heading")}
+        return {**out, "view": self.view or ("fx" if self.graph else "text")}
 
 
 def payload_stage(name: str, label: str, title: str, record_name: str, *, graph: bool = True,

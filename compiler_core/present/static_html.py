@@ -76,9 +76,11 @@ def _module(path: str) -> bytes:
 
 
 def import_map() -> dict:
-    """Every page module and the vendored CodeMirror module, by import-map name."""
-    scripts = sorted(f"js/{name}" for name in os.listdir(os.path.join(STATIC, "js"))
-                     if name.endswith(".js"))
+    """Every page module (js/ and its folders: js/views/) and the vendored CodeMirror module,
+    by import-map name."""
+    scripts = sorted(os.path.relpath(os.path.join(folder, name), STATIC)
+                     for folder, _, names in os.walk(os.path.join(STATIC, "js"))
+                     for name in names if name.endswith(".js"))
     imports = {MODULE_PREFIX + path: data_url_of(_module(path), "text/javascript")
                for path in scripts}
     imports[MODULE_PREFIX + "vendor/codemirror.js"] = data_url("vendor/codemirror.js")

@@ -1,31 +1,31 @@
 // Page chrome: draggable splitters (sizes persist) and keyboard shortcuts.
 
-export function installSplitters(settings, persist) {
+export function installSplitters(store) {
   const root = document.documentElement.style;
   const apply = () => {
-    root.setProperty("--left-width", `${settings.leftWidth}%`);
-    root.setProperty("--editor-height", `${settings.editorHeight}%`);
+    root.setProperty("--left-width", `${store.state.leftWidth}%`);
+    root.setProperty("--editor-height", `${store.state.editorHeight}%`);
   };
   apply();
-  drag(document.getElementById("split-columns"), (e) => {
-    settings.leftWidth = clamp((e.clientX / window.innerWidth) * 100, 15, 85);
-  }, apply, persist);
+  drag(document.getElementById("split-columns"), (e) => ({
+    leftWidth: clamp((e.clientX / window.innerWidth) * 100, 15, 85),
+  }), apply, store);
   drag(document.getElementById("split-rows"), (e) => {
     const box = document.getElementById("left").getBoundingClientRect();
-    settings.editorHeight = clamp(((e.clientY - box.top) / box.height) * 100, 15, 90);
-  }, apply, persist);
+    return { editorHeight: clamp(((e.clientY - box.top) / box.height) * 100, 15, 90) };
+  }, apply, store);
 }
 
-function drag(handle, onMove, apply, persist) {
+// `sizeAt(event)`: the size the handle gives, kept and applied as it moves.
+function drag(handle, sizeAt, apply, store) {
   handle.addEventListener("pointerdown", (down) => {
     down.preventDefault();
     handle.setPointerCapture(down.pointerId);
-    const move = (e) => { onMove(e); apply(); };
+    const move = (e) => { store.set(sizeAt(e)); apply(); };
     const up = () => {
       handle.removeEventListener("pointermove", move);
       handle.removeEventListener("pointerup", up);
       window.dispatchEvent(new Event("resize")); // plotly re-fits its figures
-      persist();
     };
     handle.addEventListener("pointermove", move);
     handle.addEventListener("pointerup", up);

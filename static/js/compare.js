@@ -33,22 +33,18 @@ export function renderDiffSelect(panes, pane) {
 }
 
 function setDiff(panes, pane, partner) {
-  for (const p of panes.panes) if (p.state.diff === pane.index) p.state.diff = null;
-  pane.state.diff = partner;
-  if (partner != null) {
-    pane.state.view = "text";
-    panes.panes[partner].state.view = "text";
-    panes.panes[partner].state.diff = null; // one pair per two panes: the other side follows this one
-  }
-  panes.onChange();
+  const { store } = panes;
+  for (const p of panes.panes) if (p.state.diff === pane.index) store.setPane(p.index, { diff: null });
+  store.setPane(pane.index, partner == null ? { diff: null } : { diff: partner, view: "text" });
+  // one pair per two panes: the other side follows this one
+  if (partner != null) store.setPane(partner, { view: "text", diff: null });
   panes.render();
 }
 
 export function compareWithPrevious(panes, id, stage, previous = previousOf(panes.result, id)) {
   if (!previous || panes.panes.length < 2) return;
-  Object.assign(panes.panes[0].state, { compile: previous, stage, view: "text", diff: null });
-  Object.assign(panes.panes[1].state, { compile: id, stage, view: "text", diff: 0 });
-  panes.onChange();
+  panes.store.setPane(0, { compile: previous, stage, view: "text", diff: null });
+  panes.store.setPane(1, { compile: id, stage, view: "text", diff: 0 });
   panes.render();
 }
 
@@ -61,9 +57,8 @@ export function diffRuns(panes, stage = "dynamo_graph") {
   const id = panes.other?.result.compiles?.[0]?.id;
   if (!id) return;
   if (panes.panes.length < 2) panes.setCount(2);
-  Object.assign(panes.panes[0].state, { compile: id, stage, view: "text", diff: null });
-  Object.assign(panes.panes[1].state, { compile: counterpart(id), stage, view: "text", diff: 0 });
-  panes.onChange();
+  panes.store.setPane(0, { compile: id, stage, view: "text", diff: null });
+  panes.store.setPane(1, { compile: counterpart(id), stage, view: "text", diff: 0 });
   panes.render();
 }
 
@@ -74,9 +69,9 @@ export function followPartner(panes, pane, change) {
   const paired = partner && panes.other && pane.state.compile
     && partner.state.compile === counterpart(pane.state.compile);
   if (!paired) return;
-  if (change.stage) Object.assign(partner.state, { stage: change.stage, view: null });
-  if (change.view) partner.state.view = change.view;
-  if (change.compile) partner.state.compile = counterpart(change.compile);
+  if (change.stage) panes.store.setPane(partner.index, { stage: change.stage, view: null });
+  if (change.view) panes.store.setPane(partner.index, { view: change.view });
+  if (change.compile) panes.store.setPane(partner.index, { compile: counterpart(change.compile) });
 }
 
 function sideText(pane) {

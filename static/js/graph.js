@@ -106,7 +106,7 @@ const hasAny = (list, set) => (list ?? []).some((v) => set.has(v));
 // A kernel chosen outside the graphs (a line of the Kernels stage or of its lowering, `label`
 // from its `kernel_src` key): the graph views of that compile mark the nodes it came from.
 export function selectKernel(key, compileId, label) {
-  select({ key, compileId, stage: "kernels", kernel: label });
+  select({ key, compileId, kernel: label });
 }
 
 // The nodes of a graph of `stage` (shown or inside closed groups) that the selected node is,

@@ -10,7 +10,6 @@ import { TABS } from "./runpanel.js";
 import { pickable } from "./programs.js";
 import { stageList } from "./stages.js";
 
-const VIEWS = new Set(["text", "graph", "grouped", "python", "timings"]);
 const COUNTS = new Set([2, 3]); // the pane counts the toolbar offers
 
 // The layout the page shows now.
@@ -42,17 +41,17 @@ export function parseFragment(hash) {
            present: present === "1" ? true : present === "0" ? false : null };
 }
 
-// The fields of `layout` that hold for `result`: compiles it has, stages and tabs the page knows,
-// a diff with another of the panes. Else a pane shows the first compile and the stage's first
+// The fields of `layout` that hold for `result`: compiles it has, stages, views (`modes`: the tabs
+// of every view, views/index.js) and run panel tabs the page knows, a diff with another of the panes. Else a pane shows the first compile and the stage's first
 // view, diffed with none, and keeps its own stage.
-export function checkLayout(layout, result) {
+export function checkLayout(layout, result, modes) {
   const ids = new Set(pickable(result).map((entry) => entry.id));
   const stages = new Set(stageList(null).map(([name]) => name));
   const count = layout.panes?.length;
   const pane = ({ compile, stage, view, diff }, index) => ({
     compile: ids.has(compile) ? compile : null,
     ...(stages.has(stage) ? { stage } : {}),
-    view: VIEWS.has(view) ? view : null,
+    view: modes.has(view) ? view : null,
     diff: Number.isInteger(diff) && diff >= 0 && diff < count && diff !== index ? diff : null,
   });
   return {
@@ -62,13 +61,13 @@ export function checkLayout(layout, result) {
   };
 }
 
-// The user's own panes and tab, kept in `settings` while a lesson's scenes replace them: kept
-// when a scene first does; once no lesson is open, returned (to be shown) and forgotten.
-export function ownLayout(settings, scene) {
-  const own = settings.ownLayout;
-  if (scene && !own) settings.ownLayout = structuredClone(currentLayout(settings));
+// The user's own panes and tab, kept in the settings (store.js) while a lesson's scenes replace
+// them: kept when a scene first does; once no lesson is open, returned (to be shown) and forgotten.
+export function ownLayout(store, scene) {
+  const own = store.state.ownLayout;
+  if (scene && !own) store.set({ ownLayout: structuredClone(currentLayout(store.state)) });
   if (scene || !own) return null;
-  settings.ownLayout = null;
+  store.set({ ownLayout: null });
   return own;
 }
 

@@ -1,14 +1,17 @@
 // torchbolt's page: wires the editor, the run panel and the panes to the API.
 
-import { api, embedded, followJob } from "./api.js";
+import { api, embedded } from "./api.js";
+import { JobClient } from "./jobclient.js";
 import { h, clear, copyText, linkify, toast } from "./dom.js";
 import { createEditor, markLines, selectLine, setDoc, setMarks, setTheme } from "./editor.js";
 import { Panes } from "./panes.js";
 import { RunPanel, breakLink } from "./runpanel.js";
 import { loadDraft, loadSettings, saveDraft, saveSettings } from "./settings.js";
+import { createStore } from "./store.js";
 import { configureStages } from "./stages.js";
+import { MODES } from "./views/index.js";
 import { installShortcuts, installSplitters } from "./chrome.js";
-import { chosenEnvironment, environmentLabel, mountEnvironmentPicker, otherEnvironment, runIn } from "./environments.js";
+import { environmentLabel, mountEnvironmentPicker, otherEnvironment, runIn } from "./environments.js";
 import { Lessons } from "./lessons.js";
 import { applyLayout, checkLayout, currentLayout, layoutFragment, ownLayout, parseFragment } from "./layout.js";
 import { Spotlight } from "./spots.js";
@@ -19,13 +22,12 @@ import { recompileMarks, showSummary, uniqueBreaks } from "./recompiles.js";
 
 const boot = JSON.parse(document.getElementById("boot").textContent);
 const $ = (selector) => document.querySelector(selector);
-const settings = loadSettings(boot.catalogue);
-const persist = () => saveSettings(settings);
+const store = createStore(loadSettings(boot.catalogue));
+const settings = store.state; // read here; changed only through the store, which saves them
+store.subscribe(saveSettings);
 const timing = (window.__tbTiming = {});
 const asked = new URLSearchParams(location.search).get("present"); // ?present=1 (or 0)
-if (asked !== null) settings.present = asked === "1";
-let current = null; // {id, key, finished, source}: the job or stored result shown
-let submits = 0; // compile() calls: one that a newer call overtook while it waited drops its job
+if (asked !== null) store.set({ present: asked === "1" });
 let cursorLine = null;
 configureStages(boot.catalogue);
 
@@ -58,10 +60,10 @@ function showUserLine(line) {
 }
 
 const spotlight = new Spotlight($("#left"));
-const panes = new Panes($("#panes"), settings, {
-  onUserLine: showUserLine, onChange: persist, onTexts: () => { recolorEditor(); spotlight.reveal(); },
+const panes = new Panes($("#panes"), store, {
+  onUserLine: showUserLine, onTexts: () => { recolorEditor(); spotlight.reveal(); },
   optionLabel: (name) => boot.catalogue.options.find((o) => o.name === name)?.label ?? name,
-  onRunWith: (name) => { setOptions({ [name]: true }); persist(); compile(); },
+  onRunWith: (name) => { setOptions({ [name]: true }); compile(); },
 });
 // The timings' kernel attribution (attribution.js) links a row to the user's lines and a kernel
 // to its source: the Kernels stage of its compile, in the pane beside the timings.
@@ -72,13 +74,23 @@ document.addEventListener("torchbolt-kernel", (event) => {
   target.choose({ compile: event.detail.compile });
   panes.openKernel(event.detail.name, from);
 });
-const run = new RunPanel($("#run"), settings, {
-  errorKinds: boot.catalogue.error_kinds, onLine: showUserLine, onChange: persist,
+const run = new RunPanel($("#run"), store, {
+  errorKinds: boot.catalogue.error_kinds, onLine: showUserLine,
   onCompile: (id) => panes.showCompile(id),
   onStage: (id, stage) => { panes.panes[0].choose(id ? { compile: id, stage } : { stage }); },
   onCompare: (id, stage, previous) => panes.compare(id, stage, previous),
   onStop: () => { run.stopped = true; cancel(); }, // after the script: keep the stages shown
 });
+const jobs = new JobClient({
+  run, timing, show: showJob,
+  refused: (error) => {
+    run.finish({ status: "failed", error: { type: "Request", message: error.message } });
+    document.body.dataset.job = "finished";
+    toast(error.message, 5000);
+  },
+  following: () => { $("#cancel").hidden = false; },
+});
+const cancel = () => jobs.cancel();
 
 const lessons = new Lessons($("#lesson"), $("#gallery-menu"), boot, {
   onOpen: (source) => { setDoc(editor, source); compile(); },
@@ -90,20 +102,19 @@ const lessons = new Lessons($("#lesson"), $("#gallery-menu"), boot, {
 function showScene() {
   const scene = lessons.scene();
   delete document.body.dataset.scene;
-  const own = ownLayout(settings, scene); // a lesson's scene replaces it, or it comes back
+  const own = ownLayout(store, scene); // a lesson's scene replaces it, or it comes back
   if (own) showLayout(own);
-  persist();
-  if (!scene || !panes.result || current?.source !== lessons.example(lessons.current).source) {
+  if (!scene || !panes.result || jobs.current?.source !== lessons.example(lessons.current).source) {
     return spotlight.clear();
   }
-  showLayout(checkLayout(scene, panes.result));
+  showLayout(checkLayout(scene, panes.result, MODES));
   spotlight.show(scene.spots, scene.points ?? [], () => { document.body.dataset.scene = scene.id; });
 }
 
 // A share link's layout (its fragment, checked against the shared result), presenter mode included.
 function showSharedLayout(hash, result) {
-  const layout = checkLayout(parseFragment(hash), result);
-  if (layout.present !== null) settings.present = layout.present;
+  const layout = checkLayout(parseFragment(hash), result, MODES);
+  if (layout.present !== null) store.set({ present: layout.present });
   applyLook();
   showLayout(layout);
 }
@@ -143,7 +154,7 @@ function showResult(result, key) {
   }
   run.setResult(result);
   markOverrides($("#options"), result);
-  panes.setResult(result, key, current?.id ? { job: current.id } : key ? { key } : null);
+  panes.setResult(result, key, jobs.current?.id ? { job: jobs.current.id } : key ? { key } : null);
   setMarks(editor, result ? [...marksFor(result), ...recompileMarks(result)] : []);
   showSummary($("#summary"), result, showUserLine);
   recolorEditor();
@@ -154,7 +165,7 @@ function showResult(result, key) {
 // A result is stale when the editor's code is not the code that ran: a banner says so and the
 // panes are dimmed until the next compile.
 function markStale() {
-  const stale = Boolean(panes.result && current && editor.state.doc.toString() !== current.source);
+  const stale = Boolean(panes.result && jobs.current && editor.state.doc.toString() !== jobs.current.source);
   document.body.toggleAttribute("data-stale", stale);
   $("#stale").hidden = !stale;
 }
@@ -163,13 +174,8 @@ function markStale() {
 // loaded into the editor, or is about to be compiled.
 // Resolves once the server has let go of its job.
 function forgetResult() {
-  const previous = current;
-  submits++; // a compile() still waiting for the server drops its job
-  current = null;
-  settings.lastResult = null;
-  persist();
-  previous?.stop?.();
-  const cancelled = previous?.id && !previous.finished ? api.cancel(previous.id).catch(() => {}) : null;
+  const cancelled = jobs.forget();
+  store.set({ lastResult: null });
   run.reset();
   spotlight.clear();
   showResult(null, null);
@@ -191,47 +197,19 @@ function showEnvironment(env) {
   $("#env").title = Object.entries(env).map(([k, v]) => `${k}: ${text(v)}`).join("\n");
 }
 
-// ---------------------------------------------------------------- jobs
-let refreshing = null; // the refresh in flight
-let refreshAgain = null; // the job to refresh once more after it
+// ---------------------------------------------------------------- jobs (jobclient.js)
 function showJob(data, final) {
   showResult(data.result, data.key);
   if (data.message) toast(data.message, 8000); // the engine failed, not the script
   if (final) {
-    settings.lastResult = data.result?.error?.type === "Cancelled" ? null : data.key; // not stored
-    persist();
+    store.set({ lastResult: data.result?.error?.type === "Cancelled" ? null : data.key }); // not stored
     timing.full = performance.now() - timing.submit;
     run.finish({ status: data.status, cached: data.cached, error: data.result?.error }, timing.full / 1000);
-    finishJob(data.key);
+    $("#cancel").hidden = true;
+    $("#share").disabled = $("#download").disabled = !data.key;
+    document.body.dataset.job = "finished";
     showScene();
   }
-}
-
-// The job's result index: while it runs, only when new (`since`); the final one in full.
-async function refresh(jobId, final) {
-  const data = await api.job(jobId, final ? null : current?.version);
-  if (current?.id !== jobId || (current.finished && !final)) return; // a late partial answer
-  current.version = data.version;
-  if (final || !data.unchanged) showJob(data, final);
-}
-
-// At once on a stage event, then one refresh at a time: events during one ask for one more.
-function scheduleRefresh(jobId) {
-  if (refreshing) { refreshAgain = jobId; return; }
-  refreshing = refresh(jobId, false).catch(() => {}).finally(() => {
-    const next = refreshAgain;
-    refreshing = refreshAgain = null;
-    if (next) scheduleRefresh(next);
-  });
-}
-
-function finishJob(key) {
-  current.finished = true;
-  current.stop?.();
-  $("#cancel").hidden = true;
-  $("#share").disabled = !key;
-  document.body.dataset.job = "finished";
-  $("#download").disabled = !key;
 }
 
 async function compile() {
@@ -241,55 +219,14 @@ async function compile() {
     forgetResult();
     return run.empty();
   }
-  if (source !== current?.source) panes.clearDiffs(); // a diff of other code's stages would mislead
+  if (source !== jobs.current?.source) panes.clearDiffs(); // a diff of other code's stages would mislead
   const cancelled = forgetResult(); // from here until the server takes this job, an Escape cancels it
-  const submit = submits;
   run.cancelled = false;
   for (const key of Object.keys(timing)) delete timing[key];
   timing.submit = performance.now();
   run.start();
   document.body.dataset.job = "running";
-  await cancelled;
-  let job;
-  try {
-    job = await api.compile(source, settings.options, chosenEnvironment());
-  } catch (error) {
-    if (submit !== submits) return;
-    run.finish({ status: "failed", error: { type: "Request", message: error.message } });
-    document.body.dataset.job = "finished";
-    toast(error.message, 5000);
-    return;
-  }
-  if (submit !== submits) { // e.g. Ctrl+Enter while the first visit's lesson was being submitted
-    api.cancel(job.job).catch(() => {});
-    return;
-  }
-  current = { id: job.job, key: job.key, finished: false, source };
-  if (job.status === "done" || job.status === "failed") {
-    await refresh(job.job, true);
-    return;
-  }
-  if (run.cancelled) return cancel(); // Escape while it was being submitted
-  $("#cancel").hidden = false;
-  const jobId = job.job;
-  current.stop = followJob(jobId, {
-    status: (e) => run.status(e),
-    stage: (e) => {
-      timing.firstStage ??= performance.now() - timing.submit;
-      run.stage(e);
-      scheduleRefresh(jobId);
-    },
-    phase: (e) => run.phase(e),
-    progress: (data) => {
-      if (current?.id !== jobId) return;
-      run.status({ status: data.status });
-      if (data.phase) run.phase(data.phase);
-      showJob(data, false);
-    },
-    polling: () => toast("Live updates are busy on this server: checking the job every second instead", 4000),
-    done: () => { timing.doneEvent = performance.now() - timing.submit; refresh(jobId, true); },
-    lost: (error) => toast(`Lost this job: ${error.message}`, 8000),
-  });
+  await jobs.submit(source, settings.options, cancelled);
 }
 
 // "⇆ Both": the code runs in the chosen environment as any compile, and in another one beside
@@ -310,27 +247,10 @@ async function compareEnvironments() {
   }
 }
 
-async function cancel() {
-  if (!current) run.cancelled = true; // still being submitted: compile() cancels it on arrival
-  else if (!current.finished) {
-    const jobId = current.id;
-    run.cancelled = true;
-    try {
-      const { status } = await api.cancel(jobId);
-      // The server ends a cancelled handle at once: show that now, not when the event stream
-      // (or a poll, on a busy server) brings it.
-      if (status === "failed" || status === "done") await refresh(jobId, true);
-      else toast("Cancelling ...");
-    } catch (e) {
-      run.cancelled = false;
-      toast(e.message);
-    }
-  }
-}
-
 // A link shares the shown result, whose code may no longer be the editor's: then no link is
 // copied (it would open other code than the editor shows), and the toast says what to do.
 function share() {
+  const { current } = jobs;
   if (!current?.key) return;
   if (editor.state.doc.toString() !== current.source) {
     toast("The code changed since this result: compile first (Ctrl+Enter), or undo the edits to "
@@ -344,7 +264,7 @@ function share() {
 }
 
 // ---------------------------------------------------------------- toolbar
-const setOptions = (options) => setFormOptions($("#options"), settings, options);
+const setOptions = (options) => setFormOptions($("#options"), store, options);
 
 // An "All examples" entry: its code in the editor, the previous result gone.
 function loadExample(example) {
@@ -365,19 +285,17 @@ function applyLook() {
   setTheme(editor, settings.theme === "dark");
   panes.setTheme(settings.theme === "dark");
   panes.render();
-  persist();
 }
 
 const actions = {
   compile, cancel, share,
-  theme: () => { settings.theme = settings.theme === "dark" ? "light" : "dark"; applyLook(); },
-  fontUp: () => { settings.fontSize = Math.min(30, settings.fontSize + 1); applyLook(); },
-  fontDown: () => { settings.fontSize = Math.max(11, settings.fontSize - 1); applyLook(); },
+  theme: () => { store.set({ theme: settings.theme === "dark" ? "light" : "dark" }); applyLook(); },
+  fontUp: () => { store.set({ fontSize: Math.min(30, settings.fontSize + 1) }); applyLook(); },
+  fontDown: () => { store.set({ fontSize: Math.max(11, settings.fontSize - 1) }); applyLook(); },
   panes: (n) => { panes.setCount(n); syncToggles(); recolorEditor(); },
   gallery: () => { $("#gallery-menu").hidden = !$("#gallery-menu").hidden; },
   colors: () => {
-    settings.colorLines = !settings.colorLines;
-    persist();
+    store.set({ colorLines: !settings.colorLines });
     syncToggles();
     panes.recolor();
     recolorEditor();
@@ -389,7 +307,7 @@ const actions = {
   // Presenter mode (a room's projector): two panes, larger code, long lines wrapped, the lesson
   // card's buttons in place; also ?present=1. The choice persists with the other settings.
   present: () => {
-    settings.present = !settings.present;
+    store.set({ present: !settings.present });
     if (settings.present && settings.paneCount > 2) panes.setCount(2);
     history.replaceState(null, "", pageUrl(location.pathname));
     syncToggles();
@@ -410,7 +328,7 @@ function wireToolbar() {
   $("#compile").onclick = compile;
   $("#cancel").onclick = cancel;
   $("#share").onclick = share;
-  $("#download").onclick = () => { location.href = api.reportUrl(current.key); };
+  $("#download").onclick = () => { location.href = api.reportUrl(jobs.current.key); };
   $("#theme").onclick = actions.theme;
   $("#font-up").onclick = actions.fontUp;
   $("#font-down").onclick = actions.fontDown;
@@ -430,11 +348,10 @@ async function showLastResult(key) {
   try {
     stored = await api.result(key);
   } catch {
-    settings.lastResult = null;
-    return persist();
+    return store.set({ lastResult: null });
   }
-  if (current || settings.lastResult !== key) return; // a run started meanwhile
-  current = { id: null, key, finished: true, source: stored.source };
+  if (jobs.current || settings.lastResult !== key) return; // a run started meanwhile
+  jobs.adopt(key, stored.source);
   showResult(stored.result, key);
   run.finish({ status: stored.result.error ? "failed" : "done", cached: true, error: stored.result.error }, null);
   $("#share").disabled = $("#download").disabled = false;
@@ -443,11 +360,11 @@ async function showLastResult(key) {
 }
 
 // ---------------------------------------------------------------- start
-buildOptions($("#options"), boot.catalogue, settings, persist);
+buildOptions($("#options"), boot.catalogue, store);
 buildMenu($("#gallery-menu"), $("#gallery-button"), { gallery: boot.gallery, lessons, panes, onExample: loadExample });
 if (settings.present && settings.paneCount > 2 && asked === "1") panes.setCount(2);
 wireToolbar();
-installSplitters(settings, persist);
+installSplitters(store);
 installShortcuts(actions);
 applyLook();
 showEnvironment(boot.environment);
@@ -460,7 +377,7 @@ if (!boot.environment.device && !embedded) {
 }
 if (boot.share) {
   setOptions(boot.share.options);
-  current = { id: null, key: boot.share.key, finished: true, source: boot.share.source };
+  jobs.adopt(boot.share.key, boot.share.source);
   showResult(boot.share.result, boot.share.key);
   run.finish({ status: boot.share.result.error ? "failed" : "done", cached: true,
                error: boot.share.result.error }, null);

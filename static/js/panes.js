@@ -1,27 +1,25 @@
-// Side-by-side panes: each shows one stage of one compile, as text (highlighted, numbered,
-// coloured by source line), as a graph, or as grouped guards. Choices persist in settings.
+// Side-by-side panes: each shows one stage of one compile through the stage's view (the
+// catalogue names it; views/*.js render it). Choices persist in settings.
 
 import { h, clear, copyText, download } from "./dom.js";
-import { createViewer, markLines, markRows, scrollToLine, setTheme } from "./editor.js";
-import { renderGraph, selectKernel } from "./graph.js";
-import { failedGuards, renderGuards } from "./guards.js";
+import { markLines, scrollToLine, setTheme } from "./editor.js";
+import { selectKernel } from "./graph.js";
 import { applyDiffs, compareWithPrevious, diffSelect, followPartner, previousOf, renderDiffSelect } from "./compare.js";
-import { renderKernelList } from "./kernels.js";
-import { renderSaved } from "./saved.js";
 import { kernelKeyOf, linesOfKey, linesOfUsers, userLinesOf } from "./linking.js";
 import { StageTexts } from "./stagetexts.js";
 import { errorStrip, noCompile } from "./states.js";
-import { renderTimings } from "./timings.js";
-import { aotiTable, entryLabel, pickable, programStage } from "./programs.js";
-import { artifactFor, filename, leftOut, optionOf, resolveStage, shownStage, stageError, stageLabel, stageMenu, viewsFor } from "./stages.js";
+import { entryLabel, pickable, programStage } from "./programs.js";
+import { artifactFor, filename, leftOut, optionOf, resolveStage, shownStage, stageError, stageLabel, stageMenu, stageShownBy, panelOf, viewOf } from "./stages.js";
+import { panelNamed, viewNamed } from "./views/index.js";
 import { DEFAULT_STAGES } from "./settings.js";
 
 export class Panes {
-  constructor(root, settings, { onUserLine, onChange, onTexts, optionLabel, onRunWith }) {
+  // `store`: the page's settings (store.js), the panes' choices among them.
+  constructor(root, store, { onUserLine, onTexts, optionLabel, onRunWith }) {
     this.root = root;
-    this.settings = settings;
+    this.store = store;
+    this.settings = store.state;
     this.onUserLine = onUserLine; // a pane line or graph node was clicked: its user line
-    this.onChange = onChange; // choices changed: persist them
     this.optionLabel = optionLabel; // a run option's name -> its label in the toolbar
     this.onRunWith = onRunWith; // compile again with this run option on
     this.result = null;
@@ -31,7 +29,7 @@ export class Panes {
     this.link = null; // {key, user, pane}: a pane line was clicked; others show its kernel line
     // A stage's text arrived: show it, and let the editor colour the lines it came from.
     this.texts = new StageTexts(() => { this.render(); onTexts?.(); });
-    this.dark = settings.theme === "dark";
+    this.dark = this.settings.theme === "dark";
     this.panes = [];
     this.build();
   }
@@ -50,8 +48,7 @@ export class Panes {
   }
 
   setCount(count) {
-    this.settings.paneCount = count;
-    this.onChange();
+    this.store.set({ paneCount: count });
     this.build();
   }
 
@@ -71,22 +68,19 @@ export class Panes {
 
   // No pane diffed with another: the code changed, and a diff would compare other code's stages.
   clearDiffs() {
-    for (const state of this.settings.panes) state.diff = null;
-    this.onChange();
+    this.settings.panes.forEach((_, i) => this.store.setPane(i, { diff: null }));
     this.render();
   }
 
   // A layout's panes (layout.js), each {compile, stage?, view, diff}; their count with them.
   setLayout(states) {
-    states.forEach((state, i) => Object.assign(this.settings.panes[i], state));
+    states.forEach((state, i) => this.store.setPane(i, state));
     if (states.length !== this.settings.paneCount) return this.setCount(states.length);
-    this.onChange();
     this.render();
   }
 
   showCompile(id) {
-    for (const pane of this.panes) pane.state.compile = id;
-    this.onChange();
+    for (const pane of this.panes) this.store.setPane(pane.index, { compile: id });
     this.render();
   }
 
@@ -131,7 +125,7 @@ export class Panes {
   // scrolled to the kernel's header.
   openKernel(name, from) {
     const target = this.panes.length > 1 ? this.panes[(this.panes.indexOf(from) + 1) % this.panes.length] : from;
-    target.choose({ stage: "kernels" });
+    target.choose({ stage: stageShownBy("kernels") });
     const line = target.artifact?.text.split("\n").findIndex((l) => l.includes(`===== ${name} (`));
     if (target.viewer && line >= 0) scrollToLine(target.viewer, line + 1);
     target.el.dataset.kernel = name;
@@ -186,9 +180,7 @@ class Pane {
 
   choose(change) {
     followPartner(this.owner, this, change);
-    Object.assign(this.state, change);
-    if (change.stage) this.state.view = null;
-    this.owner.onChange();
+    this.owner.store.setPane(this.index, change.stage ? { ...change, view: null } : change);
     this.owner.render();
   }
 
@@ -214,12 +206,13 @@ class Pane {
     const failed = this.owner.texts.failure(indexed, stage);
     const loading = compile === null && !failed;
     this.artifact = compile ? artifactFor(compile, stage, result) : null;
-    const views = viewsFor(stage, this.artifact);
+    const shows = viewNamed(viewOf(stage));
+    const views = shows.tabs(this.artifact);
     const view = views.some(([v]) => v === this.state.view) ? this.state.view : views[0][0];
     this.renderSelects(picked, stage, result);
     this.renderViews(views, view);
     // "Waiting for ..." and "Measuring ..." are replaced when the job ends, even with nothing new.
-    const waiting = result?.partial && (!this.artifact || view === "timings");
+    const waiting = result?.partial && (!this.artifact || shows.run);
     const key = [resultKey, waiting, loading, failed, result?.error?.type, picked?.id, stage, view,
                  this.artifact?.text.length, this.owner.dark, this.state.collapse,
                  this.owner.settings.present].join("|");
@@ -229,8 +222,8 @@ class Pane {
     this.viewer = null;
     this.failedShown = false;
     this.renderNote(stage);
-    const aoti = aotiTable(indexed, stage);
-    if (aoti) this.note.append(aoti);
+    const above = panelNamed(panelOf(stage))?.above?.(indexed);
+    if (above) this.note.append(above);
     clear(this.errorStrip, picked ? errorStrip(result, this.owner.onUserLine) : null);
     clear(this.body);
     this.body.className = `pane-body ${view}`;
@@ -239,49 +232,25 @@ class Pane {
     this.el.dataset.view = view;
     if (!result) {
       this.body.append(h("p", { class: "empty" }, "Compile a script (Ctrl+Enter) to see this stage."));
-    } else if (!picked && view !== "timings") {
+    } else if (!picked && !shows.run) {
       this.body.append(noCompile(result, this.owner.onUserLine));
     } else if (failed) {
       this.body.append(h("p", { class: "empty" }, `Could not load ${stageLabel(stage, indexed)}: ${failed}. `,
         h("button", { onclick: () => this.owner.texts.retry() }, "Try again")));
     } else if (loading) {
       this.body.append(h("p", { class: "empty" }, `Loading ${stageLabel(stage, indexed)} ...`));
-    } else if (view === "timings") {
-      renderTimings(this.body, result);
+    } else if (shows.run) {
+      shows.render(this, { result }, view);
     } else if (!this.artifact) {
       this.body.append(this.absentNote(stage, compile, result));
-    } else if (view === "graph") {
-      renderGraph(this.body, { key: resultKey, compileId: compile.id, stage,
-                               collapse: this.state.collapse ?? "auto", dark: this.owner.dark,
-                               onUserLine: this.owner.onUserLine,
-                               onCollapse: (collapse) => this.choose({ collapse }),
-                               onKernel: (name) => this.owner.openKernel(name, this) });
-    } else if (view === "grouped") {
-      this.body.append(renderGuards(this.artifact, this.owner.onUserLine,
-                                    failedGuards(result, compile.id)));
     } else {
-      const python = view === "python";
-      let host = this.body;
-      const list = this.artifact.kernels ? renderKernelList(this.artifact.kernels, {
-        onJump: (line) => this.viewer && scrollToLine(this.viewer, line, "start"),
-        onUserLine: this.owner.onUserLine }) : renderSaved(compile, stage, this.owner.onUserLine);
-      if (list) {
-        host = h("div", { class: "kernel-code" });
-        this.body.classList.add("with-list");
-        this.body.append(list, host);
-      }
-      this.viewer = createViewer(host, {
-        text: python ? this.artifact.source : this.artifact.text,
-        lang: python ? "python" : this.artifact.language,
-        names: python ? null : this.artifact.names,
-        wrap: this.owner.settings.present, // a projector's pane is narrow: long lines wrap
-        onLineClick: (line) => { if (this.viewer && !python) this.owner.selectPaneLine(this, line); },
-      });
-      this.python = python;
-      this.applyTheme();
-      this.applyMarks(false);
-      if (stage === "guards" && !python) this.markFailedGuards(result, compile.id);
+      shows.render(this, { artifact: this.artifact, result, compile, stage, key: resultKey }, view);
     }
+  }
+
+  // The panel the catalogue puts beside this stage's text (null: none, or nothing to say).
+  panel(compile, stage) {
+    return panelNamed(panelOf(stage))?.beside?.(compile, this.owner.onUserLine) ?? null;
   }
 
   // Stages to show where the one this pane is set to is absent: its own default first.
@@ -343,16 +312,6 @@ class Pane {
     if (a?.source_note) parts.push(a.source_note);
     if (a?.sections?.length) parts.push(`sections: ${a.sections.map((s) => s.label).join(", ")}`);
     clear(this.note, parts.join(" · ") || stageLabel(stage));
-  }
-
-  // The guards whose failure made Dynamo recompile (the recompile's reason names them), the
-  // first scrolled into view.
-  markFailedGuards(result, id) {
-    const rows = [...failedGuards(result, id).keys()]
-      .map((index) => this.artifact.guards?.[index]?.row).filter(Boolean);
-    markRows(this.viewer, "failed", new Set(rows), "tb-failed");
-    this.failedShown = rows.length > 0;
-    if (this.failedShown) scrollToLine(this.viewer, Math.min(...rows));
   }
 
   applyTheme() {

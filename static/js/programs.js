@@ -36,7 +36,8 @@ export function programStage(entry, stage) {
 }
 
 // The measured JIT vs AOT numbers of an export's AOTInductor package (entry.aoti), each with
-// where it comes from; shown above the export's AOTInductor stages (null elsewhere).
+// where it comes from; shown above the export's AOTInductor stages (their catalogue panel
+// "aoti"; null without a package).
 const AOT_ROWS = [
   ["compile_s", "AOT build", "aoti_compile_and_package: C++ wrapper + kernels → g++ → .so, once, ahead of time"],
   ["load_s", "AOT load", "aoti_load_package"],
@@ -44,9 +45,9 @@ const AOT_ROWS = [
   ["jit_first_call_s", "JIT first call", "a fresh torch.compile(ep.module()), its first call: trace + compile + run"],
 ];
 
-export function aotiTable(entry, stage) {
+export function aotiTable(entry) {
   const aoti = entry?.aoti;
-  if (!aoti || !stage.startsWith("aoti_")) return null;
+  if (!aoti) return null;
   const seconds = (value) => (value == null ? "not measured" : value < 1 ? `${(value * 1000).toFixed(1)} ms` : `${value.toFixed(2)} s`);
   const bytes = aoti.package_files.reduce((sum, file) => sum + file.bytes, 0);
   const builtBy = aoti.built_by === "script" ? `the script (line ${aoti.line ?? "?"})` : "torchbolt (option aot)";

@@ -18,8 +18,8 @@ const MARKERS = { graph_break: "⚠ graph break", recompile: "↻ recompile" };
 const chipLabel = (stage, compile) => MARKERS[stage] ?? stageLabel(stage, compile);
 
 export class RunPanel {
-  constructor(root, settings, { errorKinds, onLine, onCompile, onStage, onCompare, onChange, onStop }) {
-    Object.assign(this, { root, settings, onLine, onCompile, onStage, onCompare, onChange, onStop });
+  constructor(root, store, { errorKinds, onLine, onCompile, onStage, onCompare, onStop }) {
+    Object.assign(this, { root, store, onLine, onCompile, onStage, onCompare, onStop });
     this.meanings = Object.fromEntries(errorKinds.map((k) => [k.kind, k.meaning]));
     this.tabButtons = new Map();
     this.panels = new Map();
@@ -40,12 +40,11 @@ export class RunPanel {
     this.statusLine = h("div", { class: "run-status" }, this.badge, " ", this.statusText, " ", this.stopButton);
     clear(root, bar, this.statusLine, ...this.panels.values());
     this.reset();
-    this.show(settings.runTab);
+    this.show(store.state.runTab);
   }
 
   show(name) {
-    this.settings.runTab = name;
-    this.onChange();
+    this.store.set({ runTab: name });
     for (const [tab, button] of this.tabButtons) {
       button.setAttribute("aria-selected", String(tab === name));
       this.panels.get(tab).hidden = tab !== name;

@@ -4,8 +4,6 @@
 
 import { h } from "./dom.js";
 
-const STAGES = new Set(["aot_joint", "aot_forward", "aot_backward"]);
-
 function size(bytes) {
   if (bytes === null) return "?";
   if (bytes < 1024) return `${bytes} B`;
@@ -28,10 +26,11 @@ function table(caption, values, onUserLine) {
     rows(values, onUserLine));
 }
 
-// The section for a pane showing `stage` of `compile`; null when it has nothing to say.
-export function renderSaved(compile, stage, onUserLine) {
+// The section beside a graph of `compile` (the stages whose catalogue `panel` is "saved"); null
+// when it has nothing to say.
+export function renderSaved(compile, onUserLine) {
   const saved = compile?.saved_activations;
-  if (!saved || !STAGES.has(stage)) return null;
+  if (!saved) return null;
   const { recomputed } = saved;
   if (!saved.saved.length) {
     return h("details", { class: "kernel-list saved-list", open: true },

@@ -1,13 +1,11 @@
 // The stages, from the engine's catalogue (in its order: name, label, title, language, whether
-// an FX graph, and the result's field holding them), and the views each offers. "kernels" is
-// built here from a compile's kernel list, "timings" from the whole run's measured timings.
-// Stages the engine adds later show up by title.
+// an FX graph, the result's field holding them, the page view and panel that show them). The
+// artifact of the field "kernels" is built here from a compile's kernel list, of "timings" from
+// the whole run's measured timings. Stages the engine adds later show up by title.
 
 import { fusionOf } from "./kernels.js";
 
 const EXTENSION = { python: "py", cpp: "cpp", json: "json" };
-// A pane asking for a stage this compile lacks shows its counterpart (training vs inference).
-const COUNTERPART = { aot_forward: "aot_inference", aot_inference: "aot_forward" };
 
 let stages = new Map(); // name -> the catalogue's stage
 
@@ -62,9 +60,11 @@ export function artifactFor(compile, stage, result) {
   return compile.stages?.[stage] ?? null;
 }
 
+// A pane asking for a stage this compile lacks shows its counterpart (training vs inference).
 export function resolveStage(compile, stage) {
-  if (artifactFor(compile, stage) || !COUNTERPART[stage]) return stage;
-  return artifactFor(compile, COUNTERPART[stage]) ? COUNTERPART[stage] : stage;
+  const counterpart = stages.get(stage)?.counterpart;
+  if (artifactFor(compile, stage) || !counterpart) return stage;
+  return artifactFor(compile, counterpart) ? counterpart : stage;
 }
 
 // The stage a pane shows: `wanted` where this compile has it or can say why not (a run option
@@ -81,13 +81,11 @@ export function shownStage(compile, wanted, result, fallbacks) {
 
 export const isGraphStage = (stage) => Boolean(stages.get(stage)?.graph);
 
-export function viewsFor(stage, artifact) {
-  if (stages.get(stage)?.field === "timings") return [["timings", "Timings"]];
-  if (stages.get(stage)?.graph) return [["text", "Code"], ["graph", "Graph"]];
-  if (stage === "guards") return [["grouped", "Grouped"], ["text", "Tree"]];
-  if (stage.startsWith("bytecode") && artifact?.source) return [["text", "dis"], ["python", "Python"]];
-  return [["text", "Text"]];
-}
+// The catalogue's name of the page view of a stage (views/index.js) and of its panel (or null).
+export const viewOf = (stage) => stages.get(stage)?.view ?? "text";
+export const panelOf = (stage) => stages.get(stage)?.panel ?? null;
+// The first stage that a view shows (the kernels' for a graph node's kernel).
+export const stageShownBy = (view) => [...stages.values()].find((s) => s.view === view)?.name ?? null;
 
 export function filename(artifact) {
   const id = String(artifact.compile_id ?? "run").replace("/", "_");

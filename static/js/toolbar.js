@@ -8,9 +8,10 @@ import { h } from "./dom.js";
 import { ownArguments } from "./calls.js";
 import { pageOptions } from "./settings.js";
 
-function optionControl(option, settings, persist) {
+function optionControl(option, store) {
   const { name, label, help } = option;
-  const save = (value) => { settings.options[name] = value; persist(); };
+  const settings = store.state;
+  const save = (value) => store.set({ options: { ...settings.options, [name]: value } });
   if (option.kind === "bool") {
     const box = h("input", { type: "checkbox", name, checked: settings.options[name],
                              onchange: () => save(box.checked) });
@@ -30,17 +31,17 @@ export function labelOptions(form, labelled) {
   }
 }
 
-export function buildOptions(form, catalogue, settings, persist) {
+export function buildOptions(form, catalogue, store) {
   const options = pageOptions(catalogue);
   // Selects first, then the switches, as the toolbar always had them.
   form.append(...["choice", "bool"].flatMap((kind) =>
-    options.filter((o) => o.kind === kind).map((o) => optionControl(o, settings, persist))));
+    options.filter((o) => o.kind === kind).map((o) => optionControl(o, store))));
 }
 
-export function setOptions(form, settings, options) {
+export function setOptions(form, store, options) {
   for (const [name, value] of Object.entries(options)) {
-    if (!(name in settings.options)) continue;
-    settings.options[name] = value;
+    if (!(name in store.state.options)) continue;
+    store.set({ options: { ...store.state.options, [name]: value } });
     const field = form.querySelector(`[name="${name}"]`);
     if (field?.type === "checkbox") field.checked = value;
     else if (field) field.value = value;
