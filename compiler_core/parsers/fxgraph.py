@@ -10,9 +10,9 @@ apart by a `graph` label and ids prefixed with it. A node's user line comes from
 stacks come from the artifact's `modules` (node id -> stack) where the engine recorded them.
 
 One compile's graph text is read by several parts (the op census, saved activations, node links,
-graph views): `parse_graphs` keeps the last few parses, by the text object itself, so that they
-share one parse of it. Keyed by identity, not content: equal texts of two compiles are still
-parsed once each, and a parse is kept no longer than its compile's work needs.
+graph views): `parse_graphs` keeps the last few parses, by the text, so that they share one parse
+of it, and so do the equal texts of a recompile (a recompile that Inductor's caches answer prints
+the same graphs again); `fx_nodes` keeps its rows with the parse.
 """
 
 from __future__ import annotations
@@ -105,20 +105,26 @@ def _statement(lines: list[str], start: int) -> tuple[str, int]:
 
 
 PARSES_KEPT = 8  # one compile's graph texts (Dynamo, AOT joint, forward, backward, post-grad)
-_parsed: OrderedDict[int, tuple[str, list, list[_Graph]]] = OrderedDict()
+_parsed: OrderedDict[str, dict] = OrderedDict()  # text -> its src_lines, graphs and node rows
+
+
+def _kept_parse(text: str, src_lines: list) -> dict:
+    """The kept parse of the text with these line numbers (made now if none is kept)."""
+    kept = _parsed.get(text)
+    if kept is not None and kept["src_lines"] == src_lines:
+        _parsed.move_to_end(text)
+        return kept
+    kept = {"src_lines": list(src_lines), "graphs": _parse_graphs(text, src_lines), "rows": None}
+    _parsed[text] = kept
+    _parsed.move_to_end(text)
+    while len(_parsed) > PARSES_KEPT:
+        _parsed.popitem(last=False)
+    return kept
 
 
 def parse_graphs(text: str, src_lines: list) -> list[_Graph]:
     """The graphs of an FX text. Shared: callers read the graphs and never change them."""
-    kept = _parsed.get(id(text))
-    if kept is not None and kept[0] is text and kept[1] == src_lines:
-        _parsed.move_to_end(id(text))
-        return kept[2]
-    graphs = _parse_graphs(text, src_lines)
-    _parsed[id(text)] = (text, list(src_lines), graphs)  # the text held: its id stays its own
-    while len(_parsed) > PARSES_KEPT:
-        _parsed.popitem(last=False)
-    return graphs
+    return _kept_parse(text, src_lines)["graphs"]
 
 
 def _parse_graphs(text: str, src_lines: list) -> list[_Graph]:
@@ -167,15 +173,19 @@ def _parse_graphs(text: str, src_lines: list) -> list[_Graph]:
 
 
 def fx_nodes(text: str, src_lines: list) -> list[dict]:
-    """Node rows of every graph in an FX text; ids are `graph:name` when there are several."""
-    graphs = [g for g in parse_graphs(text, src_lines) if g.nodes]
-    rows = []
-    for graph in graphs:
-        prefix = f"{graph.label}:" if len(graphs) > 1 else ""
-        for node in graph.nodes.values():
-            rows.append({**node, "id": prefix + node["name"], "graph": graph.label,
-                         "inputs": [prefix + name for name in node["inputs"]]})
-    return rows
+    """Node rows of every graph in an FX text; ids are `graph:name` when there are several.
+    Shared, as the parse is: callers read the rows and never change them."""
+    kept = _kept_parse(text, src_lines)
+    if kept["rows"] is None:
+        graphs = [g for g in kept["graphs"] if g.nodes]
+        rows = []
+        for graph in graphs:
+            prefix = f"{graph.label}:" if len(graphs) > 1 else ""
+            for node in graph.nodes.values():
+                rows.append({**node, "id": prefix + node["name"], "graph": graph.label,
+                             "inputs": [prefix + name for name in node["inputs"]]})
+        kept["rows"] = rows
+    return kept["rows"]
 
 
 def stage_nodes(artifact: dict) -> list[dict]:
@@ -184,8 +194,8 @@ def stage_nodes(artifact: dict) -> list[dict]:
         return [{"modules": [], **node, "id": node["name"], "graph": ""}
                 for node in artifact["nodes"]]
     modules = artifact.get("modules") or {}
-    rows = fx_nodes(artifact["text"], artifact.get("src_lines") or [])
-    for row in rows:
-        row["modules"] = modules.get(row["id"], [])
-        row["module"] = row["modules"][-1][0] if row["modules"] else None
+    rows = []
+    for row in fx_nodes(artifact["text"], artifact.get("src_lines") or []):
+        stack = modules.get(row["id"], [])
+        rows.append({**row, "modules": stack, "module": stack[-1][0] if stack else None})
     return rows
