@@ -98,3 +98,33 @@ def test_bytes_moved_are_given_where_known_and_said_unknown_elsewhere(kept_runs)
     add_bytes(rows, [{"name": "triton_poi_fused_add_0", "gb_per_call": 2e-6},
                      {"name": "aten::mm", "kind": "library"}])
     assert rows == [{"kernel": "triton_poi_fused_add_0", "compiled_gb": 2e-6}, {"kernel": "aten::mm"}]
+
+
+SAME_KERNEL_TWICE = """import torch
+
+
+def f(x):
+    y = x.sin() + 1
+    print("a graph break")
+    return y.sin() + 1
+
+
+torch.compile(f)(torch.randn(8, 16))
+"""
+
+
+def test_kernels_of_one_name_in_two_graphs_are_rows_of_their_own(kept_runs):
+    """Both graphs of the break make a `cpp_fused_add_sin_0`; the profiler names each by its
+    graph (`graph_N_...`, the range Inductor's kernel profiling opens, quoted in its source), so
+    each is a row with its own compile, eager ops and time."""
+    _, quiet = kept_runs(SAME_KERNEL_TWICE, "same_kernel_twice.py")
+    (timing,) = quiet["timings"]
+    names = {k["name"] for c in quiet["compiles"] for k in c["kernels"] if k["kind"] == "cpp"}
+    assert len(names) == 1 and len(quiet["compiles"]) == 2, names  # one name, two graphs
+    rows = [r for r in timing["attribution"]["rows"] if r["kernel"] in names]
+    assert len(rows) == 2, rows
+    assert sorted(r["source"][0]["compile"] for r in rows) == ["0/0", "1/0"]
+    for row in rows:
+        assert len(row["source"]) == 1 and row["compiled_us"] > 0
+        assert sorted(op["op"] for op in row["eager_ops"]) == ["aten::add", "aten::sin"]
+        assert {op["matched"] for op in row["eager_ops"]} == {"order"}

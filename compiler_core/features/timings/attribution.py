@@ -83,11 +83,18 @@ def dynamo_nodes(text: str, user_file: str) -> list[tuple[str, str, int | None]]
     return out
 
 
+# The range a C++ kernel opens for the profiler (Inductor's cpp.enable_kernel_profile), named by
+# its graph: `graph_0_cpp_fused_add_0`, so that kernels of one name in two graphs are told apart.
+PROFILED_AS = re.compile(r'(?:RECORD_FUNCTION|RAIIAtenRecordFunctionHandle \w+)\("(?P<name>[^"]+)"')
+
+
 def profile_name(kernel: dict) -> str:
-    """A kernel's name in the profile: library calls are profiled as their ATen op."""
+    """A kernel's name in the profile: library calls are profiled as their ATen op, C++ kernels
+    under the range their source opens."""
     if kernel["kind"] in ("extern", "fallback"):
         return "aten::" + kernel["name"].rsplit(".", 1)[-1]
-    return kernel["name"]
+    profiled = PROFILED_AS.search(kernel.get("source") or "")
+    return profiled["name"] if profiled else kernel["name"]
 
 
 def fallback_kernels(output_code: str) -> list[dict]:
@@ -131,9 +138,11 @@ class Rows:
     def __init__(self) -> None:
         self.rows: dict[str, dict] = {}
 
-    def row(self, name: str, kind: str, **fields) -> dict:
-        return self.rows.setdefault(name, {"kernel": name, "kind": kind, "compiled_us": 0.0,
-                                           "eager_us": 0.0, "eager_ops": [], **fields})
+    def row(self, name: str, kind: str, shown: str | None = None, **fields) -> dict:
+        """The row of profile name `name`, shown as `shown` (the kernel's own name)."""
+        return self.rows.setdefault(name, {"kernel": shown or name, "kind": kind,
+                                           "compiled_us": 0.0, "eager_us": 0.0, "eager_ops": [],
+                                           **fields})
 
     @staticmethod
     def add_eager(row: dict, op: str, node, us: float, **marks) -> None:
@@ -170,7 +179,8 @@ def kernel_rows(rows: Rows, kernels: list[dict]) -> Owners:
             holders[(kernel["compile"], node)] = holders.get((kernel["compile"], node), 0) + 1
     for kernel in kernels:
         name, compile_id = profile_name(kernel), kernel["compile"]
-        row = rows.row(name, kernel["kind"], source=[], lines=[], recomputed=[])
+        shown = name if kernel["kind"] in ("extern", "fallback") else kernel["name"]
+        row = rows.row(name, kernel["kind"], shown, source=[], lines=[], recomputed=[])
         row["source"].append({"compile": compile_id, "name": kernel["name"],
                               "graph": kernel.get("graph")})
         row["lines"] = sorted(set(row["lines"]) | set(kernel.get("lines") or []))
@@ -349,8 +359,9 @@ def attribute(entry: dict, compiles: list[dict], user_file: str) -> dict:
     replayed, nodes = replayed_kernels(entry, compiles, user_file)
     owners = kernel_rows(rows, replayed)
     compiled: dict[str, float] = {}
-    for unit in units["compiled"]:
-        compiled[unit["name"]] = compiled.get(unit["name"], 0.0) + unit["us"]
+    for unit in units["compiled"]:  # a C++ kernel under its graph's range name
+        name = unit.get("profiled_as", unit["name"])
+        compiled[name] = compiled.get(name, 0.0) + unit["us"]
     for name in list(compiled):
         if name in rows.rows:
             rows.rows[name]["compiled_us"] += compiled.pop(name)

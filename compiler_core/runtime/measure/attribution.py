@@ -8,7 +8,8 @@ busy descendants' (so the units add up to the profile's busy total, `profile.tot
 device time of the kernels, memcpys and memsets it launched, each tied to the op that launched it
 through the profiler's `External id`. The same op's n-th call in every profiled call is one unit
 (`occurrence`), its time per call; an op called a number of times that the calls don't divide is
-one unit for all its calls (`occurrence` None). CPU: an op autograd ran in the backward names
+one unit for all its calls (`occurrence` None). CPU: a C++ kernel's unit keeps the name its graph's range has
+(`profiled_as`: `graph_0_cpp_fused_add_0`); an op autograd ran in the backward names
 the forward unit whose op made its autograd node (`forward`: the profiler's sequence number of
 the `autograd::engine::evaluate_function` range it ran in is the one that forward op recorded).
 
@@ -23,21 +24,25 @@ from collections import Counter
 
 
 def per_call(units: list[tuple], calls: int) -> list[dict]:
-    """(name, us) or (name, us, sequence numbers it recorded, its backward's sequence number) in
-    time order over `calls` calls -> per-call units in first-call order, a backward unit with
-    the forward unit whose sequence number its backward carries (`forward`)."""
+    """(name, us) or (name, us, {recorded: the sequence numbers it recorded, backward_of: its
+    backward's sequence number, profiled_as: its range's own name}) in time order over `calls`
+    calls -> per-call units in first-call order, a backward unit with the forward unit whose
+    sequence number its backward carries (`forward`)."""
     counts = Counter(unit[0] for unit in units)
     seen: Counter = Counter()
     out: dict[tuple, dict] = {}
     made_by: dict[int, dict] = {}  # sequence number -> the forward unit that recorded it last
-    for name, us, *sequence in units:
+    for name, us, *extra in units:
         per = counts[name] / calls
         occurrence = seen[name] % int(per) if per.is_integer() else None
         seen[name] += 1
         unit = out.setdefault((name, occurrence), {"name": name, "occurrence": occurrence,
                                                     "us": 0.0})
         unit["us"] += us / calls
-        recorded, backward_of = sequence or ((), None)
+        info = extra[0] if extra else {}
+        if info.get("profiled_as", name) != name:
+            unit.setdefault("profiled_as", info["profiled_as"])
+        recorded, backward_of = info.get("recorded", ()), info.get("backward_of")
         if backward_of is None:
             made_by.update((number, unit) for number in recorded)
         elif backward_of in made_by and "forward" not in unit:
@@ -82,7 +87,8 @@ def cpu_units(events, calls: int, name_of, busy) -> list[dict]:
     units = [(event.time_range.start, name_of(event), inclusive(event), event) for event in events
              if busy(name_of(event)) and top_level(event)]
     units.sort(key=lambda unit: unit[0])
-    return per_call([(name, us, _recorded(event), _backward_of(event))
+    return per_call([(name, us, {"recorded": _recorded(event), "backward_of": _backward_of(event),
+                                 "profiled_as": event.name})
                      for _, name, us, event in units if us > 0], calls)
 
 
