@@ -103,9 +103,14 @@ def _graph_stages(result: dict):
             yield from ((compiled, stage) for stage in GRAPH_STAGES if stage in stages)
 
 
+class WrittenJSON(str):
+    """A value already written as `_write_json` writes it (a view as JSON is a fraction of its
+    objects' memory: a report holds its views this way until it writes them)."""
+
+
 def graph_views(result: dict) -> dict:
-    """`"COMPILE STAGE"` -> the graph view the page asks the API for first (collapse "auto");
-    graphs that cannot be shown (malformed, too many items) are left out."""
+    """`"COMPILE STAGE"` -> the graph view the page asks the API for first (collapse "auto"),
+    as `WrittenJSON`; graphs that cannot be shown (malformed, too many items) are left out."""
     views, left = {}, DOT_REPORT_ITEMS
     for compiled, stage in _graph_stages(result):
         most = (DOT_VIEW_ITEMS, f"a report lays out views of up to {DOT_VIEW_ITEMS:,} with dot") \
@@ -116,7 +121,8 @@ def graph_views(result: dict) -> dict:
                               dot_most=most)
         except ValueError:  # MalformedResult, GraphTooLarge: the report goes without it
             continue
-        views[f"{compiled['id']} {stage}"] = view
+        views[f"{compiled['id']} {stage}"] = WrittenJSON(_html_safe(json.dumps(view,
+                                                                            sort_keys=True)))
         if view["engine"] == "dot":
             left -= len(view["nodes"])
     return views
@@ -152,6 +158,9 @@ def write_report(out: TextIO, source: str, options: dict, result: dict) -> None:
 def _write_json(out: TextIO, value, levels: int) -> None:
     """`value` as jinja's `tojson` writes it (sorted keys, HTML-safe), its dicts and lists
     `levels` deep written part by part (each part by the C encoder, in one go)."""
+    if isinstance(value, WrittenJSON):
+        out.write(value)
+        return
     if levels and isinstance(value, (dict, list)):
         items = sorted(value.items()) if isinstance(value, dict) else enumerate(value)
         out.write("{" if isinstance(value, dict) else "[")
