@@ -10,25 +10,10 @@ from __future__ import annotations
 import torch
 
 from compiler_core.runtime.measure.attribution import cpu_units
+from test_attribution import GELU_LINE, SCRIPT as FORWARD_SCRIPT
 
-SCRIPT = """import torch
-from torch.nn import functional as F
-
-
-class M(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(16, 16)
-
-    def forward(self, x):
-        y = self.fc(x)
-        return F.gelu(y) * 2
-
-
-m = torch.compile(M())
-m(torch.randn(8, 16)).sum().backward()
-"""
-GELU_LINE = 12
+# test_attribution's module, its call run backward too
+SCRIPT = FORWARD_SCRIPT.replace("m(torch.randn(8, 16))\n", "m(torch.randn(8, 16)).sum().backward()\n")
 
 
 def test_a_decomposed_backward_op_goes_to_the_backward_kernel_of_its_forward_line(kept_runs):
