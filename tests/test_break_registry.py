@@ -47,3 +47,32 @@ def test_a_gb_type_under_two_ids_or_none_gets_no_id():
     """PyTorch calls the id of a gb_type listed under two ids undefined: none is shown."""
     assert registry_id("bad device argument to torch.get_device_module") is None
     assert registry_id("Not a graph break PyTorch knows") is None
+
+
+def chained_break_message() -> str:
+    """PyTorch's own text of a break raised while handling another (`exc.unimplemented` with
+    `from_exc`): the first break's message, its link included, then the second's."""
+    try:
+        exc.unimplemented(gb_type="Failed to trace builtin operator", context="print",
+                          explanation="first", hints=[])
+    except exc.Unsupported as first:
+        try:
+            exc.unimplemented(gb_type="Data-dependent branching", context="if", explanation="second",
+                              hints=[], from_exc=first)
+        except exc.Unsupported as second:
+            assert second.gb_type == "Data-dependent branching"
+            return str(second)
+    raise AssertionError("unimplemented did not raise")
+
+
+def test_a_chained_break_has_the_id_and_link_of_the_break_it_names():
+    message = chained_break_message()
+    assert message.count("https://") == 2  # each break's own link
+    payload = (f"Graph break in user code at {USER_FILE}:17\nGraph Break Reason: {message}\n\n"
+               f"User code traceback:\n\nTraceback (most recent call last):\n"
+               f"torch._dynamo.exc.Unsupported: {message}\n")
+    reason_only = payload.partition("User code traceback:")[0]  # a log without the exception
+    for brk in (parse_break(payload, USER_FILE), parse_break(reason_only, USER_FILE)):
+        assert brk["gb_type"] == "Data-dependent branching"
+        assert brk["gb_code"] == pytorch_id(brk["gb_type"])
+        assert brk["url"] == exc.get_gbid_documentation_link(brk["gb_type"])

@@ -123,7 +123,7 @@ def _gb_type(payload: str, message: str) -> str | None:
     exception object only), but `exc.format_graph_break_message` starts the exception's message
     with it, and a break raised while handling another gives its own after the last
     `CHAINED` line. Where the payload has no such exception (a reason without the traceback),
-    the line above the reason's "Explanation:" field, past the "Higher Order Operator: ..."
+    the line above the (last break's) "Explanation:" field, past the "Higher Order Operator: ..."
     line that `exc.augment_exc_message_with_hop_name` inserts there (torch 2.13-2.14) for a
     break inside a higher-order op."""
     raised = _raised_message(payload)
@@ -131,7 +131,7 @@ def _gb_type(payload: str, message: str) -> str | None:
         first = raised.rpartition(CHAINED)[2].lstrip("\n").partition("\n")[0].strip()
         if first:
             return first
-    lines = [line.strip() for line in message.split("\n")]
+    lines = [line.strip() for line in message.rpartition(CHAINED)[2].split("\n")]
     for at, line in enumerate(lines):
         if line.startswith("Explanation: "):
             above = [x for x in lines[:at] if x and not x.startswith(HOP_CONTEXT)]
@@ -185,7 +185,7 @@ def parse_break(payload: str, user_file: str) -> dict:
     reason = REASON.search(message)
     title = _gb_type(payload, message)
     stated = reason["reason"].strip() if reason else None
-    url = URL.search(message)
+    url = URL.search(message.rpartition(CHAINED)[2])  # the link of the break `title` names
     code = GB_CODE.search(url[0]) if url else None
     return {
         "line": line,
