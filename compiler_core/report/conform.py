@@ -10,9 +10,10 @@ result of the documented shape.
 The stage names the schema allows are the feature registry's, filled in here where it is loaded
 (`result.schema.json` lists none): a stage a feature declares is never dropped as unknown.
 
-Stage texts, their line maps and the guards list are validated in a cut-down copy (their first
-`SAMPLE` items): the extractors build them from text, and validating every item of a 21 MB
-result took ~3 s (jsonschema, 130 ms per MB on this machine), against ~40 ms for its skeleton.
+Stage texts, their line maps, the guards list, kernels' line maps and the saved activations are
+validated in a cut-down copy (their first `SAMPLE` items): the extractors build them from text,
+and validating every item of a 21 MB result took ~3 s (jsonschema, 130 ms per MB on this
+machine), against ~40 ms for its skeleton.
 """
 
 from __future__ import annotations
@@ -57,12 +58,26 @@ def _cut(artifact):
     return cut
 
 
+def _first_items(value):
+    if not isinstance(value, dict):
+        return value
+    return {k: v[:SAMPLE] if isinstance(v, list) else v for k, v in value.items()}
+
+
 def _skeleton(result: dict) -> dict:
-    """The result with each stage's text and line maps cut to their first items."""
+    """The result with each stage's text and line maps, kernels' line maps and the saved
+    activations cut to their first items."""
     def owner(entry):
-        if not isinstance(entry, dict) or not isinstance(entry.get("stages"), dict):
+        if not isinstance(entry, dict):
             return entry
-        return {**entry, "stages": {k: _cut(v) for k, v in entry["stages"].items()}}
+        cut = {**entry}
+        if isinstance(entry.get("stages"), dict):
+            cut["stages"] = {k: _cut(v) for k, v in entry["stages"].items()}
+        if isinstance(entry.get("kernels"), list):
+            cut["kernels"] = [_cut(kernel) for kernel in entry["kernels"]]
+        if "saved_activations" in entry:
+            cut["saved_activations"] = _first_items(entry["saved_activations"])
+        return cut
     return {**result, **{key: [owner(e) for e in result[key]] for key in
                          ("compiles", "exports", "torchscript")
                          if isinstance(result.get(key), list)}}
