@@ -37,7 +37,9 @@ def test_lesson_what_fusion_bought_you(lesson):
     labels = [step["label"] for step in attribution["waterfall"]]
     assert labels[0] == "eager call" and labels[-1] == "compiled call"
     assert "fusion (kernels holding several eager ops)" in labels
-    assert any(label.startswith("outside kernels") for label in labels)
+    outside = next(r for r in rows if r["kind"] == "outside")
+    if outside["eager_us"] and outside["compiled_us"]:  # neither side's outside time clamped
+        assert any(label.startswith("outside kernels") for label in labels)
     # a kernel slower than its eager ops is marked with what was measured
     assert all(r["slower"].startswith(f"took {r['compiled_us']:.1f} µs per call against")
                for r in rows if r["slower"])
