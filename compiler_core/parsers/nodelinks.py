@@ -18,7 +18,7 @@ Core ATen and prims are views re-traced by torchbolt, not what Inductor ran: no 
 
 from __future__ import annotations
 
-from .fxgraph import stage_nodes
+from .fxgraph import fx_nodes
 
 # The post-grad graphs (by their output module's label) each AOT stage's nodes live on in.
 AOT_GRAPHS = {"aot_forward": ("forward",), "aot_backward": ("backward",),
@@ -83,7 +83,8 @@ def node_links(compiled: dict, stage: str, nodes: list[dict]) -> dict[str, dict]
     if stage == "post_grad_graph":
         keys = {node["id"]: [_key(node, labels)] for node in nodes}
     elif stage in AOT_GRAPHS and post_grad.get("text"):
-        present = {_key(node, labels) for node in stage_nodes(post_grad)}
+        present = {_key(node, labels)  # its parsed rows: their module stacks are not needed
+                   for node in fx_nodes(post_grad["text"], post_grad.get("src_lines") or [])}
         keys = {node["id"]: [key for label in AOT_GRAPHS[stage]
                              if (key := f"{label}:{node['name']}") in present] for node in nodes}
     else:
