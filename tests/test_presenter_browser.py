@@ -317,8 +317,9 @@ def test_the_smaller_things_a_room_noticed(browser, live_server, compiled):
         assert f"/r/{job['key']}" in page.inner_text("#toast")
         folded = page.evaluate("""async () => {
             const { RunPanel } = await import('/static/js/runpanel.js');
+            const { createStore } = await import('/static/js/store.js');
             const root = document.createElement('div');
-            const panel = new RunPanel(root, { runTab: 'output' }, { errorKinds: [], onChange() {} });
+            const panel = new RunPanel(root, createStore({ runTab: 'output' }), { errorKinds: [] });
             panel.setResult({ stdout: 'once\\n', replay_output: { lines: 3, bytes: 15, head: 'again\\nagain\\n' } });
             const details = root.querySelector('details.replay-output');
             return [root.querySelector('.stdout').textContent, details.open, details.textContent];
