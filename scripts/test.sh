@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 main_rc=0
 "$PROJECT_PYTHON" -m pytest tests -q -p no:cacheprovider "$@" || main_rc=$?
 # The page's pure modules (diff, layout, stages, recompiles, paths): Node's own test runner.
-echo "== the page's unit tests (node --test tests/js/)"
+echo "== the page's unit tests (node --test tests/js/*.test.mjs)"
 node_rc=0
-PROJECT_PYTHON="$PROJECT_PYTHON" node --test tests/js/ || node_rc=$?
+PROJECT_PYTHON="$PROJECT_PYTHON" node --test tests/js/*.test.mjs || node_rc=$?
 
 # The engine under the second torch: capture, every stage, the report and the CLI (no browser
 # suites: the page does not depend on torch). Add a test file here when it covers the engine.
