@@ -24,7 +24,8 @@ import json
 import os
 import re
 import sys
-from typing import TextIO
+import tempfile
+from typing import BinaryIO, TextIO
 
 import jinja2
 
@@ -103,15 +104,24 @@ def _graph_stages(result: dict):
             yield from ((compiled, stage) for stage in GRAPH_STAGES if stage in stages)
 
 
-class WrittenJSON(str):
-    """A value already written as `_write_json` writes it (a view as JSON is a fraction of its
-    objects' memory: a report holds its views this way until it writes them)."""
+class WrittenJSON:
+    """A value already written as `_write_json` writes it (ASCII), kept in a temporary file until
+    the report is written: the graph views of a log are several MB of JSON per 10 MB of log, and
+    several times that as objects, so a report holds none of them in memory."""
+
+    def __init__(self, spool: BinaryIO, text: str):
+        self.spool, self.start = spool, spool.seek(0, os.SEEK_END)
+        self.size = spool.write(text.encode("ascii"))
+
+    def write_to(self, out: TextIO) -> None:
+        self.spool.seek(self.start)
+        out.write(self.spool.read(self.size).decode("ascii"))
 
 
 def graph_views(result: dict) -> dict:
     """`"COMPILE STAGE"` -> the graph view the page asks the API for first (collapse "auto"),
     as `WrittenJSON`; graphs that cannot be shown (malformed, too many items) are left out."""
-    views, left = {}, DOT_REPORT_ITEMS
+    views, left, spool = {}, DOT_REPORT_ITEMS, tempfile.TemporaryFile()
     for compiled, stage in _graph_stages(result):
         most = (DOT_VIEW_ITEMS, f"a report lays out views of up to {DOT_VIEW_ITEMS:,} with dot") \
             if left >= DOT_VIEW_ITEMS else (left, f"{left:,} were left of the report's dot "
@@ -121,8 +131,8 @@ def graph_views(result: dict) -> dict:
                               dot_most=most)
         except ValueError:  # MalformedResult, GraphTooLarge: the report goes without it
             continue
-        views[f"{compiled['id']} {stage}"] = WrittenJSON(_html_safe(json.dumps(view,
-                                                                            sort_keys=True)))
+        views[f"{compiled['id']} {stage}"] = WrittenJSON(
+            spool, _html_safe(json.dumps(view, sort_keys=True)))
         if view["engine"] == "dot":
             left -= len(view["nodes"])
     return views
@@ -159,7 +169,7 @@ def _write_json(out: TextIO, value, levels: int) -> None:
     """`value` as jinja's `tojson` writes it (sorted keys, HTML-safe), its dicts and lists
     `levels` deep written part by part (each part by the C encoder, in one go)."""
     if isinstance(value, WrittenJSON):
-        out.write(value)
+        value.write_to(out)
         return
     if levels and isinstance(value, (dict, list)):
         items = sorted(value.items()) if isinstance(value, dict) else enumerate(value)
