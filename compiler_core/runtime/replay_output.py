@@ -3,7 +3,8 @@
 Timings replay the script's compiled calls hundreds of times (and the views re-run its graphs): a
 `print` inside a compiled function (a graph break) printed once by the script would print
 thousands of times more (3,995 lines for lesson 3's one print, measured). While that work runs,
-file descriptors 1 and 2 point at a file of the job's own /tmp instead of its output, and a
+file descriptors 1 and 2 point at a nameless file of the job's /tmp instead of its output (two
+jobs outside the sandbox share one /tmp: a fixed name was theirs to clobber), and a
 `replay_output` record says how much was printed there, with its first `HEAD_BYTES`.
 """
 
@@ -12,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 
 HEAD_BYTES = 8192
-FILE = "/tmp/.torchbolt-replay-output"
 
 
 @contextlib.contextmanager
@@ -23,7 +24,8 @@ def set_aside(writer):
     sys.stdout.flush()
     sys.stderr.flush()
     saved = [os.dup(1), os.dup(2)]
-    target = os.open(FILE, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    with tempfile.TemporaryFile() as replay_file:
+        target = os.dup(replay_file.fileno())
     os.dup2(target, 1)
     os.dup2(target, 2)
     try:
@@ -47,4 +49,3 @@ def _record(writer, fd: int) -> None:
         writer.emit("replay_output", None, None, bytes=size, lines=lines,
                     head=head.decode("utf-8", errors="replace"))
     os.close(fd)
-    os.unlink(FILE)
