@@ -1,7 +1,8 @@
 """Import at scale (issue 46), on a log of real compiles (`encoder_log`,
 tests/test_trace_import_fixtures.py): two reports of one log are the same bytes, a graph past
 the view limit still has a view, the upload limit is the limits table's `trace_upload_bytes`
-(raised, it lets a larger upload in), and repeated uploads leave the server's memory flat.
+(raised, it lets a larger upload in), repeated uploads leave the server's memory flat, and equal
+graph texts share one parse.
 Timings against tlparse are bench/trace_scale_bench.py's (no timed test).
 """
 
@@ -102,3 +103,21 @@ def test_repeated_uploads_leave_the_server_memory_flat(uploads, encoder_log):
         tracemalloc.stop()
     assert now - start < 512 * 1024
     assert peak - start < len(body) + result_json // 2, (peak - start, len(body), result_json)
+
+
+def test_equal_graph_texts_of_two_compiles_share_one_parse(encoder_log, monkeypatch):
+    """A recompile that Inductor's caches answer prints the same graphs again: the second copy
+    of a text (another string object) is not parsed again, and gets the same rows."""
+    from compiler_core.parsers import fxgraph
+    result = trace_result({encoder_log.name: encoder_log})
+    stage = next(s for c in result["compiles"] for s in c["stages"].values()
+                 if s.get("text", "").count("def forward") == 1 and s.get("src_lines"))
+    copies = ["".join(list(stage["text"])) for _ in range(2)]
+    assert copies[0] is not copies[1]
+    parses = []
+    monkeypatch.setattr(fxgraph, "_parsed", type(fxgraph._parsed)())
+    monkeypatch.setattr(fxgraph, "_parse_graphs",
+                        lambda text, lines, parse=fxgraph._parse_graphs: parses.append(text)
+                        or parse(text, lines))
+    first, second = (fxgraph.fx_nodes(text, stage["src_lines"]) for text in copies)
+    assert len(parses) == 1 and first == second and len(first) > 10
