@@ -11,7 +11,7 @@ from compiler_core.gallery.lessons import LESSONS
 
 pytest_plugins = ["test_app_fixtures"]
 CONCEPTS = ["tracing", "guards", "graph breaks", "guard cache", "ir narrowing", "custom backend",
-            "fusion", "export", "jit vs aot"]  # the lecture's order
+            "fusion", "fusion", "export", "jit vs aot"]  # the lecture's order
 
 
 def test_every_lesson_runs_an_existing_example_once():
