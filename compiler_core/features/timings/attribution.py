@@ -34,10 +34,10 @@ CALL = re.compile(r"^(?P<callee>[\w.]+)\(")
 BINARY = re.compile(r"^[\w.]+ (?P<op>\*\*|//|[*+\-/@%]) [\w.]+$")
 # FX writes `operator.iadd(a, b)` as `a += b;  iadd = a`
 INPLACE = re.compile(r"^\s+[\w.]+ (?P<op>\*\*|//|[*+\-/@%])= [\w.]+;\s+(?P<node>\w+)")
-FALLBACK_CALL = re.compile(r"^\s+\w+ = torch\.ops\.aten\.(?P<op>\w+)\.\w+\(", re.M)
+FALLBACK_CALL = re.compile(r"^[ \t]+\w+ = torch\.ops\.aten\.(?P<op>\w+)\.\w+\(", re.M)
 FILE_COMMENT = re.compile(r"^\s+# File: (?P<file>.*?):(?P<line>\d+) in ")
 NUMBERED = re.compile(r"_\d+$")
-SOURCE_NODES = re.compile(r"# Topologically Sorted Source Nodes: \[(?P<nodes>[^\]]*)\]")
+SOURCE_NODES = re.compile(r"# Topologically Sorted Source Nodes: \[(?P<nodes>[^\[\]\n]*)\]")
 GENERATED = ("triton", "cpp")
 SLOWER_BY_US = 1.0  # a kernel is marked slower past this and 5 % of its eager ops' time
 SLOWER_BY_SHARE = 0.05
