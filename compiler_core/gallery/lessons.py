@@ -15,11 +15,24 @@ from . import Example, list_examples
 
 @dataclass(frozen=True)
 class Pane:
-    """A pane of a scene: one stage of a compile ("0/1") or of a program ("trace-0", "export-0")."""
+    """A pane of a scene: one stage of a compile ("0/1") or of a program ("trace-0", "export-0").
+    FIRST names the result's first compile by what it is, where its id depends on the torch
+    version (from 2.15 torch.export's own Dynamo frame takes a frame number: a later compile's
+    first id is 1/0, not 0/0)."""
     compile: str
     stage: str
     view: str | None = None  # "text", "graph", "grouped" ...; None: the stage's first view
     diff: int | None = None  # the pane this one is diffed against (changed lines marked)
+
+
+FIRST = "first"  # Pane.compile: the result's first compile (the page's layout.js resolves it)
+
+
+def compile_id(pane: Pane, result: dict) -> str | None:
+    """The id of the compile or program `pane` shows in `result` (FIRST resolved)."""
+    if pane.compile == FIRST:
+        return result["compiles"][0]["id"] if result.get("compiles") else None
+    return pane.compile
 
 
 @dataclass(frozen=True)
@@ -184,7 +197,7 @@ LESSONS = (
              "time) captures the whole function as one graph with its signature (parameters "
              "become inputs) and the range of each dynamic size, or fails. The panes show "
              "\u201cexport\u201d beside the compile's \u201cDynamo graph\u201d.",
-             (Pane("export-0", "exported_program"), Pane("0/0", "dynamo_graph")),
+             (Pane("export-0", "exported_program"), Pane(FIRST, "dynamo_graph")),
              points=(Point('dynamic_shapes={"x": {0: batch}}', "editor"), Point("Range constraints", 0))),
     )),
     Lesson("JIT vs AOT: AOTInductor beside torch.compile", "jit_vs_aot", (

@@ -48,8 +48,9 @@ export function checkLayout(layout, result, modes) {
   const ids = new Set(pickable(result).map((entry) => entry.id));
   const stages = new Set(stageList(null).map(([name]) => name));
   const count = layout.panes?.length;
+  const first = result?.compiles?.[0]?.id ?? null; // a scene's compile "first" (lessons.py)
   const pane = ({ compile, stage, view, diff }, index) => ({
-    compile: ids.has(compile) ? compile : null,
+    compile: compile === "first" ? first : ids.has(compile) ? compile : null,
     ...(stages.has(stage) ? { stage } : {}),
     view: modes.has(view) ? view : null,
     diff: Number.isInteger(diff) && diff >= 0 && diff < count && diff !== index ? diff : null,
