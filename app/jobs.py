@@ -212,10 +212,14 @@ class Handle:
     @property
     def version(self) -> str:
         """Changes whenever `current_result()` may have: a client that saw this version has
-        seen that result (a cursor for polling, app/transport.py)."""
+        seen that result (a cursor for polling, app/transport.py). "final" only once the run
+        has ended: its result is kept a moment before its done event (`Run.finish` releases the
+        engine job in between), and a poll in that moment that took "final" with status
+        `running` would be answered `unchanged`, without the result, once it is done."""
         if self.detached:
             return "cancelled"
-        return "final" if self.run.is_final else f"r{self.run.job.version}"
+        run = self.run
+        return "final" if run.is_final and run.is_finished else f"r{run.job.version}"
 
     def to_json(self, with_result: bool = True) -> dict:
         run = self.run
