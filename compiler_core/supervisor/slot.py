@@ -53,9 +53,13 @@ class Slot:
     def path(self, file: str) -> str:
         return os.path.join(self.host_dir, file)
 
-    def spec(self, disk_mb: int, sandboxed: bool) -> dict:
+    def spec(self, disk_mb: int, sandboxed: bool, python: str | None = None) -> dict:
+        """`python`: the zygote's interpreter when it is another environment's; the job mounts
+        again what the zygote's sandbox mounted under /tmp for it (not the server's Python,
+        which that sandbox does not hold: a job there failed to open it and never started)."""
         return {"slot": self.name, "sandboxed": sandboxed, "disk_mb": disk_mb,
-                "job_dir": self.job_dir, "tmp_mounts": sandbox.tmp_mounts() if sandboxed else []}
+                "job_dir": self.job_dir,
+                "tmp_mounts": sandbox.tmp_mounts(python) if sandboxed else []}
 
     def handed_over(self) -> None:
         for fd in self.their_fds:

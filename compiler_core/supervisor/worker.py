@@ -214,8 +214,9 @@ class Worker:
         self._slots[slot.name] = slot
         if self.fresh_process_per_job and self.timing_lock:
             slot.their_fds.append(open_lock(self.timing_lock))
-        socket.send_fds(self._sock, [json.dumps(slot.spec(disk_mb, self.sandboxed)).encode()],
-                        slot.their_fds)
+        other = None if self.python == sys.executable else self.python  # as the zygote's
+        spec = slot.spec(disk_mb, self.sandboxed, other)
+        socket.send_fds(self._sock, [json.dumps(spec).encode()], slot.their_fds)
         slot.handed_over()
         return slot
 
