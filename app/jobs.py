@@ -79,9 +79,9 @@ class Run:
     def __init__(self, key: str, source: str, options: Options):
         self.key = key
         self.source = source
-        self.options = options.to_dict()
+        self.options = options  # kept as made: a retry's job gets the same options
         self.life = Lifecycle()
-        self.job = self._job(options)  # the engine's handle, once it runs
+        self.job = self._job(options)  # the engine job that runs it (a retry gets a new one)
         self.result: dict | None = None
         self.message: str | None = None  # why a run failed without any result
         self.cached = False
@@ -104,7 +104,7 @@ class Run:
     def requeue(self, message: str) -> None:
         """Its worker died and it runs again elsewhere: a fresh engine job for the next
         attempt's records, and `queued` again saying why."""
-        self.job = self._job(Options.from_dict(self.options))
+        self.job = self._job(self.options)
         self.emit({"type": "status", "status": QUEUED, "message": message})
 
     def _job(self, options: Options) -> Job:

@@ -53,6 +53,7 @@ class Pool:
         self.workers = workers
         self.queue = FairQueue()
         self.environment: dict = {}
+        self.probe_error: str | None = None  # why its probe reported no environment
 
     @property
     def id(self) -> str | None:
@@ -62,6 +63,21 @@ class Pool:
     def listing(self) -> dict:
         return {"id": self.id, **environment_identity(self.environment),
                 "workers": len(self.workers)}
+
+    def probe(self, worker: Worker) -> None:
+        """Learn the environment from a first job on `worker`; when that job reports none (it
+        failed: its job process died, an import broke), say why in the log and the status."""
+        try:
+            result = worker.run(PROBE_SOURCE, Options())
+            self.environment = result.get("environment") or {}
+            error = result.get("error")
+            failure = error and f"{error['type']}: {error['message']}"
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+        if "device" not in self.environment:
+            self.probe_error = failure or "its probe job reported no environment"
+            log.error("the start-up probe of %s failed, so its environment is not offered: %s",
+                      getattr(worker, "python", "the worker"), self.probe_error)
 
 
 def pools_of(workers: list[Worker]) -> list[Pool]:
@@ -184,7 +200,10 @@ class JobManager:
         return [pool.listing() for pool in self._pools if pool.id is not None]
 
     def status(self) -> dict:
-        return {"environment": self.environment, "environments": self.environments()}
+        """The server's environment, those it offers and, for each whose probe failed, why."""
+        return {"environment": self.environment, "environments": self.environments(),
+                "unavailable": [{"error": pool.probe_error} for pool in self._pools
+                                if pool.probe_error]}
 
     def warm(self, sources) -> list[Handle]:
         """Run these sources with the default options (a page's first submit) unless their
@@ -269,7 +288,7 @@ class JobManager:
     def keep(self, run: Run, result: dict) -> bool:
         """Store a run's result under its key, before its handles hear that it ended; whether
         it was stored."""
-        self.store.put(run.key, run.source, run.options, result)
+        self.store.put(run.key, run.source, run.options.to_dict(), result)
         return True
 
     def _prune(self) -> None:
@@ -282,10 +301,7 @@ class JobManager:
     def _runner(self, pool: Pool, worker: Worker, probe: bool) -> None:
         worker.wait_ready()
         if probe:
-            try:
-                pool.environment = worker.run(PROBE_SOURCE, Options())["environment"]
-            except Exception:  # the environment badge stays partial; jobs still run
-                pass
+            pool.probe(worker)  # on failure the environment badge stays partial; jobs still run
             if pool is self._pools[0]:
                 self.environment = pool.environment or self.environment
                 self.warm(self._warm)

@@ -4,10 +4,13 @@ CLI's flags and the page's controls (through the catalogue) all derive from it.
 `user` options are what a user may choose (CLI flags, the web form); the others are limits on
 the job as a whole (all its processes together), set by the server.
 
-Options from outside (the API's JSON, the CLI's flags, a job's spec in the job process) come in
-through one parse, `Options.from_dict`. How they become `torch.compile` arguments is here too:
-`compile_defaults` and the one table of rules on where a default fits, `COMPILE_RULES`, which
-the job process applies to each call through `compile_arguments` (this module imports no torch).
+Options from outside (the API's JSON, the CLI's flags, a job's message in the job process) come
+in through one parse, `Options.from_dict`, and leave as one serialized form, `Options.to_dict()`,
+made once: a server parses a request's options once, and the job process once more.
+
+How they become `torch.compile` arguments is here too: `compile_defaults` and the one table of
+rules on where a default fits, `COMPILE_RULES`, which the job process applies to each call
+through `compile_arguments` (this module imports no torch).
 """
 
 from __future__ import annotations
@@ -175,6 +178,7 @@ class _Methods:
     def __post_init__(self) -> None:
         for option in OPTIONS:
             option.check(getattr(self, option.name))
+        self.__dict__["_serialized"] = asdict(self)  # frozen: set once, as it is checked
 
     @classmethod
     def from_dict(cls, raw, user: bool = False, max_timeout: float | None = None) -> "Options":
@@ -196,7 +200,10 @@ class _Methods:
         return cls(**raw)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The options' one serialized form, made once as they were checked: the content key,
+        the stored row, the job process's message (rebuilt there once, by `from_dict`) and the
+        result's `options` all carry this same dict. Shared, so never changed."""
+        return self._serialized
 
     def compile_defaults(self) -> dict:
         """Defaults for the script's torch.compile calls, as arguments; `compile_arguments`

@@ -33,12 +33,12 @@ def _notes(run) -> list[str]:
 
 def replay_output(run) -> dict | None:
     """What torchbolt's replays (timings, views) printed, kept apart from the script's stdout."""
-    parts = [r["meta"] for r in run.all("replay_output")]
-    if not parts:
+    chunks = [r["meta"] for r in run.all("replay_output")]
+    if not chunks:
         return None
-    return {"bytes": sum(int(p["bytes"]) for p in parts),
-            "lines": sum(int(p["lines"]) for p in parts),
-            "head": "".join(str(p["head"]) for p in parts)[:8192]}
+    return {"bytes": sum(int(c["bytes"]) for c in chunks),
+            "lines": sum(int(c["lines"]) for c in chunks),
+            "head": "".join(str(c["head"]) for c in chunks)[:8192]}
 
 
 def _recorded_stage_errors(run) -> None:

@@ -9,12 +9,12 @@ first compile. A GPU job's process still warms up: that warm-up also keeps the t
 kernels (L2 flush, accuracy check) out of the job's kernel list.
 
 Protocol with the supervisor, on a SOCK_SEQPACKET socket, one JSON message each:
-  supervisor -> zygote  {"slot", "sandboxed", "disk_mb", "job_dir"}
+  supervisor -> zygote  {"process", "sandboxed", "disk_mb", "job_dir", "tmp_mounts"}
                          with fds [control, records, stdout, stderr, fault] and, where the
                          job process warms up (GPU), the timing lock (see `warm_up`)
   zygote -> supervisor  {"ready", "warm_s", "fresh_process_per_job", "gpu"} once, then
-                         {"slot", "exit": code} per slot.
-Per slot, on its own `control` socket (the job never holds the zygote's socket):
+                         {"process", "exit": code} per job process.
+Per job process, on its own `control` socket (the job never holds the zygote's socket):
   job -> "join" (the kernel attaches its host PID; the supervisor puts it in the job's cgroup)
   supervisor -> "go";  job -> "ready" (isolated, warm);  supervisor -> job JSON + [source fd];
   job -> "started" (the time limit starts now), then closes `control` and runs the script.
@@ -116,13 +116,13 @@ def _expect(control: socket.socket, word: bytes) -> None:
         os._exit(70)  # the supervisor went away or broke protocol: nothing to run
 
 
-def isolate(slot: dict, fds: list[int]) -> socket.socket:
+def isolate(spec: dict, fds: list[int]) -> socket.socket:
     """In the job process: namespaces (sandboxed) or a session of its own, the job's cgroup,
     private files, output to the supervisor's files, then (GPU) CUDA warm-up. Returns the
     control socket; the calling process is the job's PID 1 when sandboxed."""
     control_fd, records, stdout, stderr, fault, *warm_lock = fds
     jail.die_with_parent()
-    if slot["sandboxed"]:
+    if spec["sandboxed"]:
         jail.enter_namespaces()
         pid = os.fork()
         if pid:
@@ -133,15 +133,15 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
     control = socket.socket(fileno=control_fd)
     control.send(b"join")
     _expect(control, b"go")
-    if slot["sandboxed"]:
-        jail.mount_job_files(slot["job_dir"], slot["disk_mb"], slot.get("tmp_view"),
-                             tuple(slot.get("tmp_mounts", ())))
+    if spec["sandboxed"]:
+        jail.mount_job_files(spec["job_dir"], spec["disk_mb"], spec.get("tmp_view"),
+                             tuple(spec.get("tmp_mounts", ())))
         jail.drop_privileges()
-    os.chdir(slot["job_dir"])
-    caches = os.environ.get("TORCHBOLT_BUILD_CACHE") or slot["job_dir"]  # the CLI's, or the job's
+    os.chdir(spec["job_dir"])
+    caches = os.environ.get("TORCHBOLT_BUILD_CACHE") or spec["job_dir"]  # the CLI's, or the job's
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(caches, "inductor-cache")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(caches, "triton-cache")
-    if slot["warm_fresh"]:
+    if spec["warm_fresh"]:
         import torch
         warm_up("cuda" if torch.cuda.is_available() else "cpu", *warm_lock)
     for fd in warm_lock:
@@ -152,7 +152,7 @@ def isolate(slot: dict, fds: list[int]) -> socket.socket:
     for fd, target in ((stdout, 1), (stderr, 2)):
         os.dup2(fd, target)
         os.close(fd)
-    slot["records_fd"], slot["fault_fd"] = records, fault
+    spec["records_fd"], spec["fault_fd"] = records, fault
     return control
 
 
@@ -193,11 +193,11 @@ def run_job_process(job: dict, records_fd: int, fault_fd: int) -> None:
                 timing_lock_fd=job["timing_lock_fd"])
 
 
-def slot_main(slot: dict, fds: list[int]) -> None:
+def job_process_main(spec: dict, fds: list[int]) -> None:
     """In the forked child: isolate, wait for the job, run it. Never returns."""
     try:
-        control = isolate(slot, fds)
-        run_job_process(receive_job(control), slot["records_fd"], slot["fault_fd"])
+        control = isolate(spec, fds)
+        run_job_process(receive_job(control), spec["records_fd"], spec["fault_fd"])
     except BaseException:  # torchbolt's own failure: its traceback goes to the job's stderr
         import traceback
         traceback.print_exc()
@@ -225,8 +225,8 @@ def zygote_main() -> None:
         with lock:
             _send(sock, message)
 
-    def reap(slot: str, pid: int) -> None:
-        send({"slot": slot, "exit": os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])})
+    def reap(name: str, pid: int) -> None:
+        send({"process": name, "exit": os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])})
 
     import torch
     send({"ready": True, "warm_s": round(time.monotonic() - started, 2),
@@ -235,14 +235,14 @@ def zygote_main() -> None:
         data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 6)
         if not data:
             return  # the supervisor closed the socket
-        slot = {**json.loads(data), "warm_fresh": fresh, "tmp_view": tmp_view}
+        spec = {**json.loads(data), "warm_fresh": fresh, "tmp_view": tmp_view}
         pid = os.fork()
         if pid == 0:
             sock.close()
-            slot_main(slot, fds)
+            job_process_main(spec, fds)
         for fd in fds:
             os.close(fd)
-        threading.Thread(target=reap, args=(slot["slot"], pid), daemon=True).start()
+        threading.Thread(target=reap, args=(spec["process"], pid), daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from ..limits import LIMITS
 from ..options import Options
 from ..parsers.common import user_lines
 from .job import Job
-from .slot import Slot
+from .process import JobProcess
 
 
 @dataclass
@@ -24,6 +24,8 @@ class JobOutcome:
     returncode: int | None = None
     killed_for: str | None = None  # "timeout", "memory", "cpu", "records", "disk" (the CLI's
     # build cache), "cancelled", "worker"
+    started: float | None = None  # when the job process said `started` (monotonic): the script's
+    # clock starts, torchbolt's own set-up is over
 
 
 def read_capped(path: str, limit: int) -> str:
@@ -49,38 +51,38 @@ def dropped_records(dropped: dict[str, int]) -> list[dict]:
             for kind, count in dropped.items() if count]
 
 
-def job_result(slot: Slot, job: Job, user_file: str, outcome: JobOutcome,
+def job_result(process: JobProcess, job: Job, user_file: str, outcome: JobOutcome,
                dropped: dict[str, int], duration: float) -> dict:
     """The result from the records the job kept, its output files, and what the supervisor
     saw (records are never read twice: the job's list is already within its limits), built by
     the job's `build`."""
     records, options = job.kept_records(), job.options
     finished = any(r["name"] == "run_end" for r in records)
-    if slot.group and slot.group.oom_killed():
+    if process.group and process.group.oom_killed():
         outcome.killed_for = "memory"
     if job.over_limit and outcome.killed_for is None:
         outcome.killed_for = "records"
     run = {
         "options": options.to_dict(),
-        "stdout": read_capped(slot.path("stdout.txt"), options.output_limit),
-        "stderr": read_capped(slot.path("stderr.txt"), options.output_limit),
+        "stdout": read_capped(process.path("stdout.txt"), options.output_limit),
+        "stderr": read_capped(process.path("stderr.txt"), options.output_limit),
         "duration_s": round(duration, 3),
         "error": (None if finished and not job.over_limit else
-                  abnormal_end(slot, user_file, options, outcome, job.over_limit)),
+                  abnormal_end(process, user_file, options, outcome, job.over_limit)),
         "truncated": dropped_records(dropped),
     }
     result = job.build(records, user_file, run)
-    if result["error"] and slot.group and slot.group.pids_refused():
+    if result["error"] and process.group and process.group.pids_refused():
         result["error"].update(type=ErrorKind.PROCESS_LIMIT.value, message=(
             f"the script tried to run more than {options.pids} processes and threads at "
             f"once (the job's limit): {result['error']['message']}"))
     return result
 
 
-def abnormal_end(slot: Slot, user_file: str, options: Options, outcome: JobOutcome,
+def abnormal_end(process: JobProcess, user_file: str, options: Options, outcome: JobOutcome,
                  over_limit: str | None = None) -> dict:
     """The error for a job that ended without its `run_end` record (or past a record limit)."""
-    fault = read_capped(slot.path("fault.txt"), 1 << 20)
+    fault = read_capped(process.path("fault.txt"), 1 << 20)
     lines = user_lines(fault, user_file)  # faulthandler lists the innermost frame first
     line = lines[0] if lines else None
     where = f" while running line {line}" if line else ""
@@ -112,6 +114,10 @@ def abnormal_end(slot: Slot, user_file: str, options: Options, outcome: JobOutco
         kind, message = ErrorKind.CANCELLED, "the job was cancelled"
     elif outcome.killed_for == "worker":
         kind, message = ErrorKind.WORKER_DIED, "the worker process died; it will be restarted"
+    elif outcome.started is None:  # the user's code never ran: torchbolt's own failure
+        kind = ErrorKind.WORKER_ERROR
+        message = (f"the job process ended before the script started (exit code {code}): "
+                   "torchbolt could not set it up")
     elif code is not None and code < 0:
         name = signal.Signals(-code).name
         kind, message = ErrorKind.CRASH, f"the worker process crashed with {name}{where}"

@@ -1,4 +1,4 @@
-"""A job handle: one script run on a `Worker`, seen from the caller's side.
+"""A job: one execution of a script on a `Worker`, seen from the caller's side.
 
     job = Job(source, Options(device="cpu"), listener=print)
     worker.execute(job)          # blocks; from another thread: job.cancel(), job.partial_result()
@@ -6,9 +6,9 @@
 
 The worker takes a job through its steps: `started(user_file)`, `add_record(record)` per record,
 `finish(result)`. A `mirror(step, data)` is told each one as it is taken (`started` with
-`{"user_file"}`, each kept `record`, the `result`): a worker slot publishes them to its run's
-stream (cluster/slot.py), and a web server that follows the stream takes a `Job` of its own
-through `started` and each record, so both give the same events and partial results.
+`{"user_file"}`, each kept `record`, the `result`): a slot of the Redis fleet publishes them to
+its run's stream (cluster/slot.py), and a web server that follows the stream takes a `Job` of
+its own through `started` and each record, so both give the same events and partial results.
 
 Events, in order, each passed to `listener` as it happens: `{"type": "status", "status":
 "running"}` when the script starts, then one `{"type": "stage", "stage", "compile_id", "t"}` per

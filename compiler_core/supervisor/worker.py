@@ -1,11 +1,11 @@
 """Warm workers, the supervisor side: runs in the caller's process and never imports torch.
 
 `Worker` starts one zygote (`runtime/zygote.py`) inside the sandbox (`sandbox.py`) and runs one
-job at a time on it. Per job it prepares a *slot* (`slot.py`): a root-only host folder holding the
-job's output files, a control socket, and a cgroup (`cgroups.py`). The zygote forks the job's
-process into it; the job joins its cgroup before it runs any user code (the kernel tells us its
-host PID on the control socket), then isolates itself (`runtime/jail.py`). On a GPU machine the
-next slot is opened ahead, so its process has initialised CUDA before its job.
+job at a time on it. Per job it prepares a *job process* (`process.py`, `JobProcess`): a root-only
+host folder holding the job's output files, a control socket, and a cgroup (`cgroups.py`). The
+zygote forks the process; it joins the job's cgroup before it runs any user code (the kernel
+tells us its host PID on the control socket), then isolates itself (`runtime/jail.py`). On a GPU
+machine the next job process is forked ahead, so it has initialised CUDA before its job.
 
 The supervisor streams the records into the `Job` (`job.py`), enforces the wall-clock, memory and
 CPU-time limits by killing the job's whole cgroup (all its processes), and turns the way the job
@@ -38,7 +38,7 @@ from ..options import Options
 from ..wire import RecordTail
 from .ending import JobOutcome, job_result, read_capped
 from .job import Job
-from .slot import JOBS_ROOT, Slot, open_lock, remove_stale_jobs
+from .process import JOBS_ROOT, JobProcess, open_lock, remove_stale_jobs
 
 POLL_S = 0.02
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -100,9 +100,9 @@ class Worker:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
-        self._slots: dict[str, Slot] = {}
+        self._processes: dict[str, JobProcess] = {}
         self._ready = threading.Event()
-        self._standbys: list[Slot] = []  # oldest first
+        self._standbys: list[JobProcess] = []  # oldest first
         self.standbys = max(1, standbys)
         self._fewest_standbys = min(MIN_STANDBYS, self.standbys)
         self._wanted_standbys = self._fewest_standbys  # follows the load
@@ -178,8 +178,8 @@ class Worker:
             return f"(no log at {self._log_path})"
 
     def close(self) -> None:
-        for slot in list(self._slots.values()):
-            slot.close(self.sandboxed)
+        for process in list(self._processes.values()):
+            process.close(self.sandboxed)
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()  # bwrap's --die-with-parent chain takes the zygote with it
             self._proc.wait()
@@ -200,42 +200,42 @@ class Worker:
                     if message["gpu"] and self.timing_lock is None:
                         self.timing_lock = gpu_lock_path()
                     self._ready.set()
-                elif message.get("slot") in self._slots:
-                    self._slots[message["slot"]].events.put(("exit", message["exit"]))
+                elif message.get("process") in self._processes:
+                    self._processes[message["process"]].events.put(("exit", message["exit"]))
         except OSError:
             pass
         self._ready.clear()
-        for slot in list(self._slots.values()):  # the zygote died: unblock anyone waiting
-            slot.events.put(("zygote_died",))
+        for process in list(self._processes.values()):  # the zygote died: unblock anyone waiting
+            process.events.put(("zygote_died",))
 
-    def _open_slot(self, disk_mb: int) -> Slot:
+    def _fork_process(self, disk_mb: int) -> JobProcess:
         """A job process, forked now; one that warms up (a GPU's) gets the timing lock too."""
-        slot = Slot(f"{self._name}-{next(_serial)}", self.sandboxed, self._group_layout)
-        self._slots[slot.name] = slot
+        process = JobProcess(f"{self._name}-{next(_serial)}", self.sandboxed, self._group_layout)
+        self._processes[process.name] = process
         if self.fresh_process_per_job and self.timing_lock:
-            slot.their_fds.append(open_lock(self.timing_lock))
+            process.their_fds.append(open_lock(self.timing_lock))
         other = None if self.python == sys.executable else self.python  # as the zygote's
-        spec = slot.spec(disk_mb, self.sandboxed, other)
-        socket.send_fds(self._sock, [json.dumps(spec).encode()], slot.their_fds)
-        slot.handed_over()
-        return slot
+        spec = process.spec(disk_mb, self.sandboxed, other)
+        socket.send_fds(self._sock, [json.dumps(spec).encode()], process.their_fds)
+        process.handed_over()
+        return process
 
     def _fill_standbys(self, disk_mb: int) -> None:
         if self.fresh_process_per_job:
             while len(self._standbys) < self._wanted_standbys:
-                self._standbys.append(self._open_slot(disk_mb))
+                self._standbys.append(self._fork_process(disk_mb))
 
-    def _take_standby(self) -> Slot | None:
+    def _take_standby(self) -> JobProcess | None:
         """A standby that has warmed up, else the one warming longest (and then one more is
         wanted); None if none is left."""
-        alive = [slot for slot in self._standbys if slot.name in self._slots]
-        slot = next((s for s in alive if s.warm.is_set()), alive[0] if alive else None)
-        self._standbys = [s for s in alive if s is not slot]
-        if slot is not None and not slot.warm.is_set():
+        alive = [process for process in self._standbys if process.name in self._processes]
+        process = next((s for s in alive if s.warm.is_set()), alive[0] if alive else None)
+        self._standbys = [s for s in alive if s is not process]
+        if process is not None and not process.warm.is_set():
             self._wanted_standbys = min(self.standbys, self._wanted_standbys + 1)
         elif any(s.warm.is_set() for s in self._standbys):
             self._wanted_standbys = max(self._fewest_standbys, self._wanted_standbys - 1)
-        return slot
+        return process
 
     # -- jobs
     def run(self, source: str, options: Options | None = None, user_file: str | None = None,
@@ -250,71 +250,73 @@ class Worker:
         The job's `user_file` names the script (its base name is kept); it is never read."""
         with self._lock:
             self.start()._await_ready()
-            slot = self._take_standby() or self._open_slot(job.options.disk_mb)
+            process = self._take_standby() or self._fork_process(job.options.disk_mb)
             self._fill_standbys(job.options.disk_mb)  # the next jobs' processes warm meanwhile
             try:
-                job.finish(self._run_in(slot, job))
+                job.finish(self._run_in(process, job))
             finally:
-                del self._slots[slot.name]
-                slot.close(self.sandboxed)
+                del self._processes[process.name]
+                process.close(self.sandboxed)
         return job
 
-    def _run_in(self, slot: Slot, job: Job) -> dict:
+    def _run_in(self, process: JobProcess, job: Job) -> dict:
         options = job.options
-        inner_file = os.path.join(slot.job_dir, os.path.basename(job.requested_file or "main.py"))
-        with open(slot.path("source.py"), "w", encoding="utf-8") as fh:
+        inner_file = os.path.join(process.job_dir,
+                                  os.path.basename(job.requested_file or "main.py"))
+        with open(process.path("source.py"), "w", encoding="utf-8") as fh:
             fh.write(job.source)
-        if slot.group:
-            slot.group.set_limits(options.memory_mb << 20, options.pids)
+        if process.group:
+            process.group.set_limits(options.memory_mb << 20, options.pids)
         outcome = JobOutcome()
-        tail = RecordTail(slot.path("records.jsonl"))
-        job.live_output = lambda: {name: read_capped(slot.path(f"{name}.txt"), options.output_limit)
+        tail = RecordTail(process.path("records.jsonl"))
+        job.live_output = lambda: {name: read_capped(process.path(f"{name}.txt"),
+                                                     options.output_limit)
                                    for name in ("stdout", "stderr")}
-        started = self._supervise(slot, job, outcome, tail,
-                                  {"user_file": inner_file, "options": options.to_dict()})
-        slot.kill(dump_traceback=False, sandboxed=self.sandboxed)  # anything left running
+        self._supervise(process, job, outcome, tail,
+                        {"user_file": inner_file, "options": options.to_dict()})
+        process.kill(dump_traceback=False, sandboxed=self.sandboxed)  # anything left running
         while job.over_limit is None and (batch := tail.new_records()):  # what is left
             for record in batch:
                 job.add_record(record)
-        return job_result(slot, job, inner_file, outcome, tail.dropped,
-                          time.monotonic() - (started or time.monotonic()))
+        return job_result(process, job, inner_file, outcome, tail.dropped,
+                          time.monotonic() - (outcome.started or time.monotonic()))
 
-    def _supervise(self, slot: Slot, job: Job, outcome: JobOutcome, tail: RecordTail,
-                   spec: dict) -> float | None:
-        waiting_since, started = time.monotonic(), None
+    def _supervise(self, process: JobProcess, job: Job, outcome: JobOutcome, tail: RecordTail,
+                   message: dict) -> None:
+        waiting_since = time.monotonic()
         while True:
-            while not slot.events.empty():
-                event = slot.events.get()
+            while not process.events.empty():
+                event = process.events.get()
                 if event[0] == "ready":
-                    slot.send_job(spec, slot.path("source.py"), self.timing_lock)
+                    process.send_job(message, process.path("source.py"), self.timing_lock)
                 elif event[0] == "started":
-                    started = time.monotonic()
-                    job.started(spec["user_file"])
+                    outcome.started = time.monotonic()
+                    job.started(message["user_file"])
                 elif event[0] == "exit":
                     outcome.returncode = event[1]
                 elif event[0] == "zygote_died":
                     outcome.killed_for = outcome.killed_for or "worker"
-                    return started
+                    return
             for record in tail.new_records():
                 job.add_record(record)
             if tail.over_limit:
                 job.stop_for(tail.over_limit)
             if outcome.returncode is not None:
-                return started
+                return
             if outcome.killed_for is None:
-                reason = self._limit_hit(slot, job, started, waiting_since) or (
-                    "disk" if started and self.build_cache and self.build_cache.over_limit()
+                reason = self._limit_hit(process, job, outcome.started, waiting_since) or (
+                    "disk" if outcome.started and self.build_cache and self.build_cache.over_limit()
                     else None)  # the CLI's build cache counts toward the disk limit
                 if reason:
                     outcome.killed_for = reason
-                    slot.kill(dump_traceback=reason not in ("cancelled", "worker", "disk"),
-                              sandboxed=self.sandboxed)
-                    if slot.pid is None:
-                        return started
+                    process.kill(dump_traceback=reason not in ("cancelled", "worker", "disk"),
+                                 sandboxed=self.sandboxed)
+                    if process.pid is None:
+                        return
             time.sleep(POLL_S)
 
     @staticmethod
-    def _limit_hit(slot: Slot, job: Job, started, waiting_since) -> str | None:
+    def _limit_hit(process: JobProcess, job: Job, started, waiting_since) -> str | None:
         options = job.options
         if job.cancelled:
             return "cancelled"
@@ -324,12 +326,12 @@ class Worker:
             return "worker" if time.monotonic() - waiting_since > STARTUP_TIMEOUT_S else None
         if time.monotonic() - started > options.timeout:
             return "timeout"
-        if slot.group:
-            used_mb = slot.group.memory_bytes() / 2**20
-            if used_mb > MEMORY_ACT_AT * options.memory_mb or slot.group.oom_killed():
+        if process.group:
+            used_mb = process.group.memory_bytes() / 2**20
+            if used_mb > MEMORY_ACT_AT * options.memory_mb or process.group.oom_killed():
                 return "memory"
-            if slot.group.cpu_seconds() > options.cpu_s:
+            if process.group.cpu_seconds() > options.cpu_s:
                 return "cpu"
-        elif slot.pid is not None and _rss_mb(slot.pid) > options.memory_mb:
+        elif process.pid is not None and _rss_mb(process.pid) > options.memory_mb:
             return "memory"
         return None

@@ -1,4 +1,4 @@
-"""A slot: the supervisor's side of one job process, and the folder layout of job files.
+"""A job process, the supervisor's side of it, and the folder layout of job files.
 
 Per job a root-only host folder under `JOBS_ROOT` holds the job's output files (the job only ever
 gets their open descriptors), with a control socket to the job's process and its cgroup.
@@ -29,7 +29,7 @@ def open_lock(path: str) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 
 
-class Slot:
+class JobProcess:
     """The supervisor's side of one job process."""
 
     def __init__(self, name: str, sandboxed: bool, group_layout: str | None):
@@ -57,7 +57,7 @@ class Slot:
         """`python`: the zygote's interpreter when it is another environment's; the job mounts
         again what the zygote's sandbox mounted under /tmp for it (not the server's Python,
         which that sandbox does not hold: a job there failed to open it and never started)."""
-        return {"slot": self.name, "sandboxed": sandboxed, "disk_mb": disk_mb,
+        return {"process": self.name, "sandboxed": sandboxed, "disk_mb": disk_mb,
                 "job_dir": self.job_dir,
                 "tmp_mounts": sandbox.tmp_mounts(python) if sandboxed else []}
 
