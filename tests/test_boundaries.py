@@ -81,8 +81,8 @@ def test_caller_side_and_report_never_import_the_job_runtime(side):
 # The engine's packages and top modules, lowest first. The job process (`runtime`) and the caller
 # side (`supervisor`) share a layer and never import each other; the Redis path (`cluster`) runs
 # jobs through the caller side.
-LAYERS = (("limits",), ("errors", "options", "fairness"), ("wire",), ("parsers",), ("features",),
-          ("report",), ("gallery",), ("gpu_gallery", "catalogue"), ("present",),
+LAYERS = (("limits", "compile_ids"), ("errors", "options", "fairness"), ("wire",), ("parsers",),
+          ("features",), ("report",), ("gallery",), ("gpu_gallery", "catalogue"), ("present",),
           ("runtime", "supervisor"), ("cluster",), ("notebook", "__main__"), ("__init__",))
 LAYER_OF = {unit: index for index, units in enumerate(LAYERS) for unit in units}
 

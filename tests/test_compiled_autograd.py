@@ -80,3 +80,15 @@ def test_dynamos_compile_of_that_graph_is_one_compile_with_all_its_stages(galler
     assert {"bytecode_transformed", "dynamo_graph", "core_aten", "prims",
             "output_code"} <= set(compiled["stages"])
     assert not [cid for cid in compiles if cid == compiled["id"].removeprefix("!0/")]
+
+
+def test_the_traced_graph_names_the_line_whose_backward_traced_it(gallery_results):
+    """`!0` has no frame (the page names it by its stage); its line is `loss.backward()`'s, which
+    Dynamo's compile of that graph names (it starts inside the same backward call)."""
+    compiles = gallery_results["compiled_autograd"]["compiles"]
+    traced = next(c for c in compiles if c["id"] == "!0")
+    (compiled,) = [c for c in compiles if c["id"].startswith("!0/")]
+    line = next(n for n, text in enumerate(EXAMPLE.source.splitlines(), 1)
+                if text.strip() == "loss.backward()")
+    assert traced["frame"]["name"] is None
+    assert traced["user_line"] == compiled["user_line"] == line

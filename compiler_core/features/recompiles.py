@@ -38,6 +38,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ..compile_ids import beside
 from ..parsers.callsite import resume_stack
 from ..parsers.common import is_int
 from ..parsers.names import user_expression
@@ -301,7 +302,7 @@ def recompiles(records: list[dict]) -> list[dict]:
         for reason in reasons if isinstance(reasons, list) else [reasons]:
             match = PREVIOUS.match(str(reason).strip())
             grouped.setdefault(record["compile_id"], []).append(
-                {"previous": match["previous"] if match else None,
+                {"previous": beside(record["compile_id"], match["previous"]) if match else None,
                  "reason": (match["reason"] if match else str(reason)).strip()})
     return [{"compile_id": cid, "misses": misses} for cid, misses in grouped.items()]
 

@@ -1,6 +1,6 @@
 """Compiled autograd: the whole backward as one graph
 
-With torch._dynamo.config.compiled_autograd on, loss.backward() inside a compiled function is traced by compiled autograd into one FX graph of the whole backward (its compile !0, the Compiled autograd graph stage), which Dynamo and Inductor then compile like any other graph (compile !0/1/0).
+With torch._dynamo.config.compiled_autograd on, loss.backward() inside a compiled function is traced by compiled autograd into one FX graph of the whole backward (its compile !0, the Compiled autograd graph stage), which Dynamo and Inductor then compile like any other graph (compile !0/N/0: Dynamo numbers it as a frame of its own, 1 under torch 2.13 and 2 under 2.15).
 """
 import torch
 from torch import nn

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..compile_ids import renumbered
 from ..features import FEATURES, RECORD_TYPES, STAGES
 from ..limits import limit
 from ..wire import unpacked
 from .conform import conform
 
-RESULT_VERSION = 2  # 2: guards carry row and symbolic, recompiles failed_guards
+# 2: guards carry row and symbolic, recompiles failed_guards; 3: a compile's Kernels stage is in
+# its stages (the page built it before)
+RESULT_VERSION = 3
 # The records whose payloads are stage texts.
 TEXT_RECORDS = frozenset(r for spec in STAGES if spec.field == "stages" for r in spec.records)
 UNREAD = ("torchbolt's reader failed on what PyTorch logged for this stage; the compile's other "
@@ -187,7 +190,8 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     run = run or {}
     stage_errors: list[dict] = []
     truncated = list(run.get("truncated", []))
-    records = [unpacked(record) for record in records]  # kept records (wire.packed) too
+    # kept records (wire.packed) too; a log's ids that PyTorch numbered again, kept apart
+    records = renumbered([unpacked(record) for record in records])
     records = typed_records(cut_stage_records(records, truncated), stage_errors)
     compiles = [build_compile(g, strict, stage_errors)
                 for g in group_by_compile(records, user_file)]

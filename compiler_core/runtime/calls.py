@@ -48,7 +48,6 @@ from __future__ import annotations
 import logging
 
 from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list, set_guard_complete_hook
-from torch._guards import CompileContext
 
 from .session import CaptureSession
 
@@ -57,12 +56,11 @@ LIMIT_WARNING = "torch._dynamo hit config."  # convert_frame's, torch 2.11-2.15
 CONVERT_FRAME_LOGGER = "torch._dynamo.convert_frame"
 
 
-def _entry_ids(code) -> list[str]:
+def _entry_ids(session: CaptureSession, code) -> list[str]:
     """The compile ids of `code`'s cache entries, most recently used first."""
     if code is None:
         return []
-    return [f"{e.compile_id.frame_id}/{e.compile_id.frame_compile_id}"
-            for e in _debug_get_cache_entry_list(code)]
+    return [session.compile_ids.of(str(e.compile_id)) for e in _debug_get_cache_entry_list(code)]
 
 
 def _is_first_of_frame(compile_id: str) -> bool:
@@ -82,7 +80,7 @@ class RecompileLimitLog(logging.Handler):
         if not (isinstance(record.msg, str) and record.msg.startswith(LIMIT_WARNING)
                 and len(args) >= 2):
             return
-        compile_id = CompileContext.current_compile_id()
+        compile_id = self.timeline.session.compile_id()
         if compile_id is not None:
             value = args[1] if isinstance(args[1], int) else str(args[1])
             self.timeline.limit_hit(compile_id, {"name": str(args[0]), "value": value})
@@ -107,11 +105,11 @@ class CallTimeline:
         logging.getLogger(CONVERT_FRAME_LOGGER).addHandler(RecompileLimitLog(self))
         self._keep_hook()
 
-    def limit_hit(self, compile_id, limit: dict) -> None:
-        """Dynamo's compile `compile_id` (a `CompileId`) stopped at `limit`: the trace keeps it
-        as a compile whose failure is PyTorch's explanation of the limit."""
-        self.limits[str(compile_id.frame_id)] = limit
-        self.limit_attempts.append(f"{compile_id.frame_id}/{compile_id.frame_compile_id}")
+    def limit_hit(self, compile_id: str, limit: dict) -> None:
+        """Dynamo's compile `compile_id` stopped at `limit`: the trace keeps it as a compile
+        whose failure is PyTorch's explanation of the limit."""
+        self.limits[compile_id.split("/")[0]] = limit
+        self.limit_attempts.append(compile_id)
 
     def uninstall(self) -> None:
         """Once the script has ended: the guard-complete hook as the script had it, so that
@@ -149,7 +147,7 @@ class CallTimeline:
         self.open.append({"callable": callable_index, "line": line, "arguments": arguments(),
                           "start": len(self.session.started), "own_hit": None,
                           "limits_start": len(self.limit_attempts),
-                          "own_entries": bool(_entry_ids(self.own_code.get(callable_index)))}
+                          "own_entries": bool(_entry_ids(self.session, self.own_code.get(callable_index)))}
                          if recording else None)
 
     def end(self, raised: BaseException | None = None) -> None:
@@ -161,19 +159,16 @@ class CallTimeline:
         compiled = [cid for cid in self.session.started[call.pop("start"):]
                     if cid not in self.claimed]
         self.claimed.update(compiled)
-        if index not in self.own_code and compiled and compiled[0] in self.session.codes:
-            self.own_code[index] = self.session.codes[compiled[0]]
+        code = self.session.codes.get(compiled[0]) if compiled else None
+        if code is not None and self.own_code.setdefault(index, code) is code:
+            # its frame's id, again after `torch._dynamo.reset()` numbered the frames anew
             self.own_frame[index] = compiled[0].split("/")[0]
         frame = self.own_frame.get(index)
         stopped = [cid for cid in self.limit_attempts[call.pop("limits_start"):]
                    if cid.split("/")[0] == frame]  # the own frame's compile the limit stopped
         own_hit, own_entries = call.pop("own_hit"), call.pop("own_entries")
-        if not compiled and own_hit is None and not own_entries:
-            # an entry appeared all the same: its compile id repeats one the trace had before
-            # `torch._dynamo.reset()` (compile ids start again at 0/0)
-            compiled = _entry_ids(self.own_code.get(index))[:1]
         made = [cid for cid in compiled if cid in self.session.codes]  # entries, not skips
-        own = _entry_ids(self.own_code.get(index))[:1] if own_hit else []
+        own = _entry_ids(self.session, self.own_code.get(index))[:1] if own_hit else []
         outcome, eager_reason = self._outcome(compiled, own_hit, own_entries, frame, raised)
         missed = own_hit is False or raised is not None
         compile_id = (made[0] if made and outcome != "hit"

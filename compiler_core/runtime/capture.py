@@ -26,7 +26,7 @@ import torch._inductor.config
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
 from .def_lines import def_line
-from .session import IR_LOGGERS, CaptureSession, current_compile_id
+from .session import IR_LOGGERS, CaptureSession
 from .views import module_stack
 
 
@@ -39,7 +39,7 @@ class IRHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.session.recording:
-            self.session.writer.emit(self.stage, current_compile_id(), record.getMessage())
+            self.session.writer.emit(self.stage, self.session.compile_id(), record.getMessage())
 
 
 def _decompile(code) -> tuple[str | None, str | None]:
@@ -70,8 +70,8 @@ def bytecode_hook(session: CaptureSession):
     def hook(code, new_code):
         if not session.recording:
             return None
-        session.codes[current_compile_id()] = code
-        session.writer.emit("bytecode", current_compile_id(), None,
+        session.codes[session.compile_id()] = code
+        session.writer.emit("bytecode", session.compile_id(), None,
                     name=code.co_name, qualname=getattr(code, "co_qualname", code.co_name),
                     filename=code.co_filename, line=code.co_firstlineno,
                     def_line=def_line(code, session.user_file),

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 
 from ..parsers.common import last_user_line
-from .session import CaptureSession, current_compile_id
+from .session import CaptureSession
 
 _owners: list = []  # FX nodes, innermost last, while a loop body is traced or run
 
@@ -182,7 +182,7 @@ def install(owners: LineOwners, on_ir_dump) -> None:
 def record_ir_origins(session: CaptureSession, stage: str, nodes) -> None:
     """The origin FX nodes of each scheduler node of a loop IR dump (`ir_pre_fusion` ...)."""
     if session.recording:
-        session.writer.emit("ir_origins", current_compile_id(), None, stage=stage,
+        session.writer.emit("ir_origins", session.compile_id(), None, stage=stage,
                             ops=scheduler_origins(nodes, session.user_file))
 
 

@@ -19,6 +19,7 @@ import os
 import torch
 from torch._guards import CompileContext
 
+from ..compile_ids import CompileIds
 from ..options import Options
 from ..report.trace_log import TraceConverter
 from ..wire import RecordWriter
@@ -28,11 +29,6 @@ IR_LOGGERS = {
     "ir_pre_fusion": "torch._inductor.debug.__ir_pre_fusion",
     "ir_post_fusion": "torch._inductor.debug.__ir_post_fusion",
 }
-
-
-def current_compile_id() -> str | None:
-    cid = CompileContext.current_compile_id()
-    return str(cid) if cid is not None else None
 
 
 def copy_graph_module(gm):
@@ -63,14 +59,16 @@ class TraceHandler(logging.Handler):
         converted = self.converter.convert(metadata)
         if converted is None:
             return
-        name, compile_id, meta = converted
+        name, pytorch_id, meta = converted
+        self.session.compile_ids.start(name, pytorch_id)  # also while paused: PyTorch's numbering
+        compile_id = self.session.compile_ids.of(pytorch_id)
         # The kernels' line owners go with their output module, also those of a paused compile.
         owners = self.session.line_owners if name == "inductor_output_code" else None
         kernel_lines = owners.take(self.session.user_file) if owners is not None else None
         if not self.session.recording:
             return
-        if name == "dynamo_start" and compile_id not in self.session.started:
-            self.session.started.append(compile_id)  # a restarted analysis starts again
+        if name == "dynamo_start":  # once per compile, however often its analysis restarts
+            self.session.started.append(compile_id)
         if name == "inductor_post_grad_graph":  # the graph the modules pass just saw
             meta = {**meta, "modules": self.session.post_grad_modules,
                     "seq_nrs": self.session.post_grad_seq_nrs}
@@ -94,7 +92,9 @@ class CaptureSession:
     ids in the order their compiles began; `codes`: compile id -> the code object Dynamo compiled
     (`calls.py` reads both to tell which cache entry served a call). `line_owners`, `compiled`,
     `programs`, `aoti`: what their attachments install, for the trace and the steps after the
-    script (None until attached)."""
+    script (None until attached). `compile_ids`: PyTorch's numbering of compiles, which starts
+    again after `torch._dynamo.reset()`; every record names a compile by `compile_id` (the
+    result's id, `compiler_core/compile_ids.py`)."""
 
     def __init__(self, writer: RecordWriter, user_file: str, options: Options, device: str):
         self.writer, self.user_file = writer, user_file
@@ -109,7 +109,13 @@ class CaptureSession:
         self.post_grad_modules: dict[str, list] = {}  # node -> module stack, of the graph in hand
         self.post_grad_seq_nrs: dict[str, int | None] = {}  # node -> autograd seq_nr, same graph
         self.compiled = self.programs = self.aoti = None
+        self.compile_ids = CompileIds()
         self._paused = False
+
+    def compile_id(self) -> str | None:
+        """The result's id of the compile being compiled, if any."""
+        pytorch_id = CompileContext.current_compile_id()
+        return self.compile_ids.of(str(pytorch_id) if pytorch_id is not None else None)
 
     @contextlib.contextmanager
     def paused(self):
@@ -130,7 +136,7 @@ class CaptureSession:
         views."""
         if self._paused:
             return
-        compile_id = current_compile_id()
+        compile_id = self.compile_id()
         # The lists too: a compiled autograd graph takes its inputs as a list it empties when it
         # runs (`set_locals_to_steal`), which the views need after the script.
         inputs = [list(x) if isinstance(x, list) else x for x in example_inputs]

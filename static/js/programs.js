@@ -5,7 +5,7 @@
 
 import { h } from "./dom.js";
 import { environmentLabel } from "./environments.js";
-import { frameLabel } from "./runpanel.js";
+import { frameLabel } from "./frames.js";
 import { stageList } from "./stages.js";
 
 export function pickable(result, other = null) {

@@ -5,6 +5,7 @@
 
 import { embedded } from "./api.js";
 import { compileArguments, renderCalls } from "./calls.js";
+import { frameLabel, isUserFrame } from "./frames.js";
 import { shownPath } from "./paths.js";
 import { h, clear, lineLink, linkify, safeUrl } from "./dom.js";
 import { stageLabel, stageList } from "./stages.js";
@@ -13,6 +14,8 @@ import { whySections } from "./why.js";
 
 export const TABS = [["compiles", "Compiles"], ["calls", "Calls"], ["breaks", "Graph breaks"], ["output", "Output"]];
 const RUN = "—"; // the row of the whole run's stages (timings): events without a compile id
+// "[reset N] " of a compile id PyTorch repeated after a reset (compiler_core/compile_ids.py), else "".
+const numberingOf = (id) => /^\[reset \d+\] /.exec(id ?? "")?.[0] ?? "";
 // The job's progress markers beside its stages (features/breaks.py and recompiles.py PROGRESS).
 const MARKERS = { graph_break: "⚠ graph break", recompile: "↻ recompile" };
 const chipLabel = (stage, compile) => MARKERS[stage] ?? stageLabel(stage, compile);
@@ -184,8 +187,12 @@ export class RunPanel {
       return;
     }
     const rows = [];
-    for (const id of ids) {
+    for (const [i, id] of ids.entries()) {
       const compile = compiles.find((c) => c.id === id);
+      const numbering = numberingOf(id);
+      if (numbering && numbering !== numberingOf(ids[i - 1])) rows.push(h("div", { class: "between reset" },
+        `↺ PyTorch numbered compiles again from 0/0 here (torch._dynamo.reset()); its logs and tlparse ` +
+        `call these 0/0, 0/1 ... as before, and torchbolt writes them ${numbering}0/0, ${numbering}0/1 ... to keep them apart`));
       for (const r of this.result?.recompiles ?? []) {
         if (r.compile_id === id) rows.push(h("div", { class: "between recompile" }, "↻ Recompile",
           r.line ? [" at ", lineLink(r.line, this.onLine)] : "",
@@ -237,11 +244,12 @@ export class RunPanel {
   }
 
   // A frame in the user's script links its own line; one in library code (a compiled nn.Module
-  // from torch) the user's line that called it.
+  // from torch) the user's line that called it; a compile of no frame (compiled autograd's graph)
+  // the line whose backward() traced it.
   frameLine(compile) {
-    const own = isUserFrame(compile, this.result?.user_file);
-    const line = own ? compile?.frame?.line : compile?.user_line;
-    return line ? [own ? " " : " called at ", lineLink(line, this.onLine)] : "";
+    const own = compile?.frame?.name && isUserFrame(compile, this.result?.user_file);
+    const line = own ? compile.frame.line : compile?.user_line;
+    return line ? [own ? " " : compile?.frame?.name ? " called at " : " traced at ", lineLink(line, this.onLine)] : "";
   }
 
   // The narrowing from Torch IR to ATen, Core ATen and prims: ops per graph stage.
@@ -324,16 +332,4 @@ export function breakLink(b) {
   return url ? h("a", { class: "gb-code", href: url, target: "_blank", rel: "noopener noreferrer",
                         title: "PyTorch's page on this graph break" }, b.gb_code)
     : h("code", { class: "gb-code" }, b.gb_code);
-}
-
-function isUserFrame(compile, userFile) {
-  return !compile?.frame?.filename || compile.frame.filename === userFile;
-}
-
-// What a compile's frame runs: its name in the user's script, else its qualified name
-// (`TransformerEncoder.forward` rather than Dynamo's wrapper `inner`).
-export function frameLabel(compile, userFile) {
-  const frame = compile?.frame;
-  if (!frame) return "";
-  return (isUserFrame(compile, userFile) ? frame.name : frame.qualname ?? frame.name) ?? "";
 }

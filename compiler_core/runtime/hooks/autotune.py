@@ -8,7 +8,7 @@ against ATen for a `bmm`; on a GPU, Triton templates against cuBLAS.
 
 from __future__ import annotations
 
-from ..session import CaptureSession, current_compile_id
+from ..session import CaptureSession
 from . import attached
 
 
@@ -21,7 +21,7 @@ def record_autotune_choices(session: CaptureSession) -> None:
         if not session.recording:
             return
         choices = sorted(timings.items(), key=lambda item: item[1])
-        session.writer.emit("autotune_choices", current_compile_id(), None, op=name,
+        session.writer.emit("autotune_choices", session.compile_id(), None, op=name,
                             inputs=[str(list(node.get_size())) for node in input_nodes],
                             choices=[{"name": c.name, "description": getattr(c, "description", ""),
                                       "ms": ms} for c, ms in choices])

@@ -26,7 +26,7 @@ import functools
 import logging
 import sys
 
-from ..session import CaptureSession, current_compile_id
+from ..session import CaptureSession
 from . import attached
 
 CUDAGRAPH_LOGGERS = tuple(f"torch._inductor.{module}.__cudagraphs"
@@ -51,7 +51,7 @@ class CudagraphLogHandler(logging.Handler):
         if not self.session.recording or self.count >= CUDAGRAPH_LINES:
             return
         self.count += 1
-        compile_id, function, line = current_compile_id(), None, None
+        compile_id, function, line = self.session.compile_id(), None, None
         if compile_id is None:  # at run time
             compile_id, function = self.running[-1] if self.running else (None, None)
             line = calling_line(self.session.user_file)
@@ -114,7 +114,7 @@ def follow_tree_manager(handler: CudagraphLogHandler) -> None:
 
     @functools.wraps(original)
     def run(self, new_inputs, function_id):
-        handler.running.append(_function_of(self, function_id))
+        handler.running.append(_function_of(handler.session, self, function_id))
         try:
             return original(self, new_inputs, function_id)
         finally:
@@ -123,10 +123,10 @@ def follow_tree_manager(handler: CudagraphLogHandler) -> None:
     CUDAGraphTreeManager.run = run
 
 
-def _function_of(manager, function_id) -> tuple[str | None, str | None]:
+def _function_of(session: CaptureSession, manager, function_id) -> tuple[str | None, str | None]:
     try:
         compile_id = manager.id_to_compile_id.get(function_id)
-        return (str(compile_id) if compile_id is not None else None,
+        return (session.compile_ids.of(str(compile_id)) if compile_id is not None else None,
                 manager.get_func_name(function_id))
     except (AttributeError, KeyError):  # a torch whose manager keeps them otherwise
         return None, None

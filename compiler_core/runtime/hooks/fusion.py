@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from ..session import IR_LOGGERS, CaptureSession, current_compile_id
+from ..session import IR_LOGGERS, CaptureSession
 
 FUSION_LOGGER = "torch._inductor.scheduler.__fusion"
 DECISIONS_PER_GRAPH = 1000
@@ -62,7 +62,7 @@ class FusionLog(logging.Handler):
         try:
             self._take(record)
         except Exception as exc:  # the view is lost, never the user's compile
-            self.session.writer.emit("stage_error", current_compile_id(), None,
+            self.session.writer.emit("stage_error", self.session.compile_id(), None,
                                      stage="fusion", message=f"{type(exc).__name__}: {exc}")
             self._reset()
 
@@ -82,7 +82,7 @@ class FusionLog(logging.Handler):
 
     def _write(self) -> None:
         if self.session.recording:
-            self.session.writer.emit("fusion_log", current_compile_id(), None,
+            self.session.writer.emit("fusion_log", self.session.compile_id(), None,
                                      graph=_graph_kind(), rounds=self.rounds,
                                      decisions=list(self.decisions.values()),
                                      dropped=self.dropped)
