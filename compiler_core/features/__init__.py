@@ -9,7 +9,7 @@ module plus one line here; everything below derives from the declarations.
 
 from . import (aot, autotune, breaks, bytecode, calls, census, compiled_autograd, cudagraphs,
                decomp, dynamo, export, frames, fusion, guards, inductor, job, kernels, metrics,
-               recompiles, saved, timings, torchscript, triton_ir, wrappers)
+               precompile, recompiles, saved, timings, torchscript, triton_ir, wrappers)
 from .spec import ARTIFACT, EVENT, Feature, Part, RecordType, Stage
 
 # Order matters where a part reads another's: kernels before triton_ir (which annotates them)
@@ -19,7 +19,7 @@ from .spec import ARTIFACT, EVENT, Feature, Part, RecordType, Stage
 _LISTED: tuple[Feature, ...] = tuple(m.FEATURE for m in (
     job, frames, bytecode, dynamo, guards, aot, wrappers, compiled_autograd, saved, decomp,
     inductor, kernels, timings, metrics, triton_ir, fusion, autotune, breaks, recompiles, calls,
-    export, torchscript, cudagraphs))
+    export, torchscript, precompile, cudagraphs))
 STAGES: tuple[Stage, ...] = tuple(spec for feature in _LISTED for spec in feature.stages)
 STAGE_NAMES = tuple(spec.name for spec in STAGES if spec.field == "stages")
 GRAPH_STAGES = tuple(spec.name for spec in STAGES if spec.graph)
