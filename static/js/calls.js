@@ -61,6 +61,16 @@ export function compileArguments(result, compileId) {
   return text ? `this compile: ${text}` : null;
 }
 
+// The compiled graphs the script's calls of callable `index` with these arguments (described as
+// the calls have them) ran: each call's cache entries, its own frame's first, then the others it
+// ran (the resume functions after a graph break), in order.
+export function graphsRun(result, index, args) {
+  const same = (call) => call.callable === index &&
+    Object.values(call.arguments ?? {}).join("|") === args.join("|");
+  return [...new Set((result?.calls ?? []).filter(same)
+    .flatMap((call) => (call.entries?.length ? call.entries : [call.compile_id])).filter(Boolean))];
+}
+
 function callableLine(callable, options, onLine) {
   const text = ownArguments(callable, options);
   if (!text) return null;

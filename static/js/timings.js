@@ -9,6 +9,7 @@
 import { h, clear } from "./dom.js";
 import { loadPlotly } from "./plotly.js";
 import { renderAttribution } from "./attribution.js";
+import { graphsRun } from "./calls.js";
 
 const RATES = [ // optional kernel columns (GPU): [row key, header, format]
   ["us_alone", "alone, per launch (as do_bench)", (v) => duration(v / 1e3)],
@@ -81,9 +82,7 @@ function replayedText(entry, result) {
   const all = result.compiled_callables?.[entry.callable]?.compile_ids ?? ran;
   if (!ran.length || all.length < 2) return "";
   const graphs = ran.length > 1 ? `compiled graphs ${ran.join(", ")}` : `compiled graph ${ran[0]}`;
-  const same = (call) => call.callable === entry.callable &&
-    Object.values(call.arguments ?? {}).join("|") === entry.arguments.join("|");
-  const script = [...new Set((result.calls ?? []).filter(same).map((c) => c.compile_id).filter(Boolean))];
+  const script = graphsRun(result, entry.callable, entry.arguments);
   const other = script.length && !script.includes(ran[0])
     ? ` The script's own call with these arguments ran ${script.join(", ")}.` : "";
   return ` The timed call ran ${graphs} of this callable's ${all.length} (${all.join(", ")}).${other}`;
