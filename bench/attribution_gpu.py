@@ -1,11 +1,14 @@
 """GPU bench of kernel attribution (issue 44): `python bench/attribution_gpu.py [--only SLUG,...]
-[--out bench/results/attribution_gpu.json]`.
+[--scripts bench/attribution_cases/X.py,...] [--out bench/results/attribution_gpu.json]`.
 
-Runs GPU gallery examples through the product's own `Worker` and checks each timing's
-`attribution` against `bench/attribution_reference.py`, a plain profiler loop over the same
-callables in a process of its own (no torchbolt code, the script compiled again there):
-- compiled: each row's `compiled_us` against the reference's device time per call of that
-  kernel (a library call: of its ATen op);
+Runs GPU gallery examples (and any scripts given) through the product's own `Worker` and checks
+each timing's `attribution` against `bench/attribution_reference.py`, a plain profiler loop
+over the same callables in a process of its own (no torchbolt code, the script compiled again
+there):
+- compiled: each kernel's `compiled_us` against the reference's device time per call of that
+  kernel (a library call: of its ATen op; rows of one kernel name in several graphs summed, as
+  the reference's averages sum them); a CUDA graph replay's kernels each, and the replay against
+  their sum;
 - eager: per ATen op name, the sum of the rows' shares of it (`eager_ops`) against the
   reference's device time per call of that op, for top-level ops;
 goal within 5 % for every figure of 20 us or more. Also: each side's rows against its own
@@ -43,15 +46,26 @@ def compare(ours: float, theirs: float | None) -> dict:
 
 
 def checks(attribution: dict, ref: dict) -> dict:
-    """Every row's compiled_us and every eager op's summed shares against the reference."""
-    compiled, eager_ops = [], {}
+    """Every kernel's compiled_us (the rows of one kernel name in several graphs summed, as the
+    reference sums them; a CUDA graph replay's kernels one by one and in all) and every eager
+    op's summed shares against the reference."""
+    compiled, eager_ops, by_kernel = [], {}, {}
     for row in attribution["rows"]:
-        if row["kind"] != "outside" and row["compiled_us"] >= SHOWN_MIN_US:
-            theirs = ref["compiled"]["kernels"].get(row["kernel"],
-                                                    ref["compiled"]["ops"].get(row["kernel"]))
-            compiled.append({"kernel": row["kernel"], **compare(row["compiled_us"], theirs)})
+        if row["kind"] == "cudagraph":
+            inside = [(k["kernel"], k["compiled_us"], ref["compiled"]["kernels"].get(k["kernel"]))
+                      for k in row["inside"]]
+            compiled += [{"kernel": name, **compare(us, theirs)} for name, us, theirs in inside
+                         if us >= SHOWN_MIN_US]
+            if row["compiled_us"] >= SHOWN_MIN_US and all(theirs for *_, theirs in inside):
+                compiled.append({"kernel": row["kernel"], **compare(
+                    row["compiled_us"], sum(theirs for *_, theirs in inside))})
+        elif row["kind"] != "outside":
+            by_kernel[row["kernel"]] = by_kernel.get(row["kernel"], 0.0) + row["compiled_us"]
         for op in row["eager_ops"]:
             eager_ops[op["op"]] = eager_ops.get(op["op"], 0.0) + op["us"]
+    compiled += [{"kernel": name, **compare(us, ref["compiled"]["kernels"].get(
+        name, ref["compiled"]["ops"].get(name)))} for name, us in by_kernel.items()
+        if us >= SHOWN_MIN_US]
     eager = [{"op": name, **compare(us, ref["eager"]["ops"].get(name))}
              for name, us in eager_ops.items() if us >= SHOWN_MIN_US]
     return {"compiled": compiled, "eager": eager}
@@ -65,11 +79,13 @@ def sums(timing: dict) -> dict:
                    "e2e_us": a[f"{side}_e2e_us"]} for side in ("eager", "compiled")}
 
 
-def run_case(worker, example) -> dict:
+def run_case(worker, slug: str, path: str) -> dict:
     started = time.monotonic()
-    result = worker.run(example.source, Options(device="cuda", timeout=300), example.path)
-    case = {"example": example.slug, "error": result["error"], "timings": []}
-    ref = reference(example.path)
+    with open(path, encoding="utf-8") as fh:
+        source = fh.read()
+    result = worker.run(source, Options(device="cuda", timeout=300), path)
+    case = {"example": slug, "error": result["error"], "timings": []}
+    ref = reference(path)
     for timing in result["timings"]:
         a = timing.get("attribution")
         entry = {"callable": timing.get("callable"), "phases_s": timing.get("phases_s"),
@@ -88,28 +104,34 @@ def summary(cases: list[dict]) -> dict:
                for c in t.get("checks", {}).get(side, [])]
     return {"figures_20us_plus": len(figures),
             "within_5pct": sum(f["within_goal"] for f in figures),
-            "ratios": sorted(round(f["ratio"], 3) for f in figures if f["ratio"])}
+            "ratios": sorted(round(f["ratio"], 3) for f in figures if f["ratio"]),
+            "off": [f for f in figures if not f["within_goal"]]}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                       "attribution_gpu.json"))
-    parser.add_argument("--only", default="")
+    parser.add_argument("--only", default="", help="GPU gallery slugs, comma-separated")
+    parser.add_argument("--scripts", default="", help="more scripts (bench/attribution_cases/)")
     args = parser.parse_args()
-    by_slug = {e.slug: e for e in list_gpu_examples()}
-    examples = [by_slug[s] for s in args.only.split(",")] if args.only else list(by_slug.values())
+    by_slug = {e.slug: e.path for e in list_gpu_examples()}
+    cases = [(os.path.splitext(os.path.basename(p))[0], os.path.abspath(p))
+             for p in args.scripts.split(",") if p]
+    cases += [(s, by_slug[s]) for s in args.only.split(",")] if args.only else list(by_slug.items())
+    import torch
     worker = Worker(sandbox=False).start()
-    report = {"goal": GOAL, "cases": []}
-    for example in examples:
+    report = {"device": f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}",
+              "goal": GOAL, "cases": []}
+    for slug, path in cases:
         try:
-            report["cases"].append(run_case(worker, example))
+            report["cases"].append(run_case(worker, slug, path))
         except Exception as exc:
-            report["cases"].append({"example": example.slug, "error": repr(exc)[-3000:]})
+            report["cases"].append({"example": slug, "error": repr(exc)[-3000:]})
         report["summary"] = summary([c for c in report["cases"] if "timings" in c])
         with open(args.out, "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=1, default=str)
-        print(example.slug, json.dumps(report["summary"]), flush=True)
+        print(slug, json.dumps(report["summary"]), flush=True)
     worker.close()
     return 0
 

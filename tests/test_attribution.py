@@ -13,7 +13,8 @@ import pytest
 import torch
 from torch.utils.benchmark import Timer
 
-from compiler_core.features.timings import attribution as join
+from compiler_core.features.timings.nodes import dynamo_nodes
+from compiler_core.features.timings.summary import slower_reason
 from compiler_core.runtime.measure.profile import PER_EVENT_US, SLOWER, profile_cpu, totals
 
 SCRIPT = """import torch
@@ -111,7 +112,7 @@ def test_the_waterfall_goes_from_eagers_call_to_compileds(attributed):
 def test_dynamo_nodes_are_read_with_the_op_each_calls(attributed):
     _, quiet = attributed
     text = quiet["compiles"][0]["stages"]["dynamo_graph"]["text"]
-    assert join.dynamo_nodes(text, quiet["user_file"]) == [
+    assert dynamo_nodes(text, quiet["user_file"]) == [
         ("y", "linear", FC_LINE), ("gelu", "gelu", GELU_LINE), ("mul", "mul", GELU_LINE),
         ("sin", "sin", GELU_LINE), ("add", "add", GELU_LINE)]
 
@@ -120,11 +121,11 @@ def test_a_kernel_slower_than_its_eager_ops_says_what_was_measured():
     row = {"kernel": "triton_tem_fused_mm_0", "kind": "triton", "compiled_us": 30.0,
            "eager_us": 20.0, "recomputed": ["mul_2"],
            "eager_ops": [{"op": "aten::mm", "node": "mm", "us": 20.0, "matched": "order"}]}
-    reason = join.slower_reason(row)
+    reason = slower_reason(row)
     assert reason.startswith("took 30.0 µs per call against 20.0 µs for the eager op it "
                              "replaced (aten::mm)")
     assert "recomputes mul_2" in reason and "Triton template" in reason
-    assert join.slower_reason({**row, "compiled_us": 20.5}) is None  # within noise
+    assert slower_reason({**row, "compiled_us": 20.5}) is None  # within noise
 
 
 def chain(x):

@@ -6,6 +6,8 @@ share key; a row's line link selects the user's line, its kernel link opens the 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from app.store import KEY_CHARS
@@ -13,6 +15,7 @@ from test_attribution import GELU_LINE, SCRIPT
 from test_browser import open_page, page, pane, shot  # noqa: F401 (page: the fixture)
 
 pytest_plugins = ["test_app_fixtures"]
+CASES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench", "attribution_cases")
 
 
 
@@ -49,3 +52,26 @@ def test_the_attribution_shows_what_each_kernel_replaced_with_links(page, live_s
     page.click(f"{row} .kernel-link")
     assert page.get_attribute(pane(page, 0), "data-kernel") == fused  # the Kernels stage
     assert page.locator(f"{pane(page, 0)} .pane-stage").input_value() == "kernels"
+
+
+def test_a_cuda_graph_replay_shows_as_one_row_with_its_kernels(page, live_server, app):
+    """A reduce-overhead job recorded on an H100 (tests/test_attribution_gpu_data.py): the
+    replay is one row naming the replay, its graph's kernels as links and the kernels the
+    profiler saw it run, with their times."""
+    from test_attribution_gpu_data import recorded
+    result, _ = recorded("cudagraph_replay")
+    (replay,) = [r for r in result["timings"][0]["attribution"]["rows"] if r["kind"] == "cudagraph"]
+    key = "c9" * (KEY_CHARS // 2)
+    with open(os.path.join(CASES, "cudagraph_replay.py"), encoding="utf-8") as fh:
+        source = fh.read()
+    app.extensions["torchbolt.jobs"].store.put(key, source, {"device": "cuda"}, result)
+    open_page(page, f"{live_server}/r/{key}")
+    page.select_option(f"{pane(page, 1)} .pane-stage", "timings")
+    row = f'{pane(page, 1)} .attribution tr[data-kernel="{replay["kernel"]}"]'
+    page.wait_for_selector(row)
+    assert page.locator(f"{row} .kernel-link").all_inner_texts() == [
+        s["name"] for s in replay["source"]]
+    page.click(f"{row} .replay-inside summary")
+    inside = page.inner_text(f"{row} .replay-inside")
+    assert all(k["kernel"] in inside for k in replay["inside"])
+    shot(page, "attribution_cudagraph_replay")

@@ -88,7 +88,7 @@ def test_a_timing_of_the_scripts_own_graphs_names_none():
 
 def test_bytes_moved_are_given_where_known_and_said_unknown_elsewhere(kept_runs):
     from test_attribution import SCRIPT
-    from compiler_core.features.timings.attribution import add_bytes
+    from compiler_core.features.timings.summary import add_bytes
     _, quiet = kept_runs(SCRIPT, "attributed.py")
     attribution = quiet["timings"][0]["attribution"]
     assert attribution["bytes"].startswith("Bytes moved: not known on a CPU")

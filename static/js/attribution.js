@@ -79,13 +79,19 @@ function eagerOps(row) {
     [...seen.marks].map((mark) => ` (${mark})`).join(""))), recomputed ? [" ", recomputed] : null];
 }
 
+// A CUDA graph replay's row names the replay, then its graph's kernels (links) and the kernels
+// the profiler saw it run, each with its time per call.
 function kernelCell(row) {
   const sources = row.source ?? [];
   if (!sources.length) return h("td", { class: "kernel-name", title: row.kernel }, row.kernel);
-  return h("td", { class: "kernel-name" }, sources.map(({ compile, name, graph }) => h("button", {
+  const links = sources.map(({ compile, name, graph }) => h("button", {
     class: "kernel-link", title: `Show ${name} in the Kernels stage of compile ${compile}` + (graph ? ` (${graph})` : ""),
     onclick: (event) => ask(event.currentTarget, "torchbolt-kernel", { compile, name }),
-  }, name)));
+  }, name));
+  if (!row.inside) return h("td", { class: "kernel-name" }, links);
+  return h("td", { class: "kernel-name" }, h("div", {}, row.kernel), links,
+    h("details", { class: "replay-inside" }, h("summary", {}, `${row.inside.length} kernels it ran`),
+      row.inside.map((k) => h("div", { title: k.kernel }, `${us(k.compiled_us)} ${k.kernel}`))));
 }
 
 function table(rows) {

@@ -4,83 +4,39 @@ and the compiles' provenance).
 
 The join: a compiled kernel holds post-grad nodes (Inductor's provenance), which came from Dynamo
 graph nodes (`postToPre`): the user's torch calls, each of which eager ran as one top-level ATen
-op (`torch._C._nn.gelu(y)` as `aten::gelu`, `a * b` as `aten::mul`). The n-th eager call of an op
-is the n-th Dynamo node of that op, in graph order over the graphs the compiled call ran
-(`matched` "order"); where the counts differ, an op's eager time is split evenly over its nodes
-(`matched` "name"); a node no kernel holds goes to the kernels written for its user line
-(`matched` "line": a pattern Inductor replaced can lose its provenance). An eager backward op
-goes to the backward kernels written for the user line of the Dynamo node its forward op was
-matched to (`matched` "backward line": the profiler's sequence numbers tie it to that forward op,
-`runtime/measure/attribution.py`; `gelu_backward`, which Inductor decomposes, has no node of its
-name), else to the backward kernels holding post-grad nodes of its op (`matched` "backward
-name"). A node
-whose work several kernels share (split or recomputed) has its eager time split over them by
-their compiled time. Eager work no kernel holds (views, no-ops Inductor removed, ops outside the
-graphs) and compiled work that holds no eager op are rows of their own, and so is the time
-outside kernels on each side, so that the rows add up to each side's call.
+op (`torch._C._nn.gelu(y)` as `aten::gelu`, `a * b` as `aten::mul`, `x.float()` as `aten::to`:
+`nodes.py`). The n-th eager call of an op is the n-th Dynamo node of that op, in graph order
+over the graphs the compiled call ran (`matched` "order"); where the counts differ, an op's eager
+time is split evenly over its nodes (`matched` "name"); a node no kernel holds goes to the
+kernels written for its user line (`matched` "line": a pattern Inductor replaced can lose its
+provenance). An eager backward op goes to the backward kernels written for the user line of the
+Dynamo node its forward op was matched to (`matched` "backward line": the profiler's sequence
+numbers tie it to that forward op; `gelu_backward`, which Inductor decomposes, has no node of
+its name), else to the backward kernels holding post-grad nodes of its op (`matched` "backward
+name"). A node whose work several kernels share (split or recomputed) has its eager time split
+over them by their compiled time. A kernel's row is its own per graph where the profile tells
+graphs apart (C++ kernels by their range's name, GPU launches by their Dynamo region), and a
+CUDA graph replay is one row holding its graph's kernels. Eager work no kernel holds (views,
+no-ops Inductor removed, ops outside the graphs) and compiled work that holds no eager op are
+rows of their own, and so is the time outside kernels on each side, so that the rows add up to
+each side's call.
 """
 
 from __future__ import annotations
 
 import re
 
-OPERATORS = {"*": "mul", "+": "add", "-": "sub", "/": "div", "@": "matmul", "**": "pow",
-             "//": "floor_divide", "%": "remainder"}
-ALIASES = {"iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div", "truediv": "div",
-           "floordiv": "floor_divide", "imatmul": "matmul"}
-NODE_LINE = re.compile(r'^\s+(?P<node>\w+)(?::\s*"[^"]*")?\s*=\s*(?P<expr>.*?)'
-                       r'(?:;\s+\w+(?:\s*=\s*\w+)*\s*=\s*None)?\s*$')
-CALL = re.compile(r"^(?P<callee>[\w.]+)\(")
-BINARY = re.compile(r"^[\w.]+ (?P<op>\*\*|//|[*+\-/@%]) [\w.]+$")
-# FX writes `operator.iadd(a, b)` as `a += b;  iadd = a`
-INPLACE = re.compile(r"^\s+[\w.]+ (?P<op>\*\*|//|[*+\-/@%])= [\w.]+;\s+(?P<node>\w+)")
-FALLBACK_CALL = re.compile(r"^[ \t]+\w+ = torch\.ops\.aten\.(?P<op>\w+)\.\w+\(", re.M)
-FILE_COMMENT = re.compile(r"^\s+# File: (?P<file>.*?):(?P<line>\d+) in ")
-NUMBERED = re.compile(r"_\d+$")
-SOURCE_NODES = re.compile(r"# Topologically Sorted Source Nodes: \[(?P<nodes>[^\[\]\n]*)\]")
-GENERATED = ("triton", "cpp")
-SLOWER_BY_US = 1.0  # a kernel is marked slower past this and 5 % of its eager ops' time
-SLOWER_BY_SHARE = 0.05
+from .nodes import dynamo_nodes, fallback_kernels, op_key
+from .summary import BYTES, GENERATED, add_bytes, headline, slower_reason, waterfall
+
+NUMBERED = re.compile(r"_\d+$")  # a post-grad node's number: `mm_1` is an `mm`
+# The autograd node that adds a leaf's gradient into its .grad, outside any compiled graph: its
+# ops on both sides are paired by name (`leftover_rows`)
+ACCUMULATE = "torch::autograd::AccumulateGrad"
 ERROR = ("Each side's kernel rows add up to its profile's busy time per call (the same profile "
          "as the per-kernel rows, to rounding); the rows outside kernels are the end-to-end "
          "median timed without the profiler minus that time, so they carry the profiler's own "
          "effect on the kernels (a profile is withheld past 10 %).")
-
-
-def op_key(name: str) -> str:
-    """An op's name as both sides can share it: `aten::relu_` and Dynamo's `relu` as `relu`."""
-    name = name.removeprefix("aten::")
-    name = ALIASES.get(name, name)
-    return name.rstrip("_") or name
-
-
-def node_op(expr: str) -> str | None:
-    """The op a Dynamo graph node calls, from its line's right-hand side."""
-    call = CALL.match(expr)
-    if call:
-        return op_key(call["callee"].rsplit(".", 1)[-1])
-    binary = BINARY.match(expr)
-    return OPERATORS[binary["op"]] if binary else None
-
-
-def dynamo_nodes(text: str, user_file: str) -> list[tuple[str, str, int | None]]:
-    """(node, op, user line) of each call in a Dynamo graph's text, in graph order; the line
-    from the `# File:` comment above it, where that is the user's file."""
-    out, user_line = [], None
-    for line in text.splitlines():
-        comment = FILE_COMMENT.match(line)
-        if comment:
-            user_line = int(comment["line"]) if comment["file"] == user_file else None
-            continue
-        inplace = INPLACE.match(line)
-        if inplace:
-            out.append((inplace["node"], OPERATORS[inplace["op"]], user_line))
-            continue
-        match = NODE_LINE.match(line)
-        op = node_op(match["expr"]) if match else None
-        if op:
-            out.append((match["node"], op, user_line))
-    return out
 
 
 # The range a C++ kernel opens for the profiler (Inductor's cpp.enable_kernel_profile), named by
@@ -88,28 +44,28 @@ def dynamo_nodes(text: str, user_file: str) -> list[tuple[str, str, int | None]]
 PROFILED_AS = re.compile(r'(?:RECORD_FUNCTION|RAIIAtenRecordFunctionHandle \w+)\("(?P<name>[^"]+)"')
 
 
-def profile_name(kernel: dict) -> str:
-    """A kernel's name in the profile: library calls are profiled as their ATen op, C++ kernels
-    under the range their source opens."""
+def graph_key(name: str, compile_id: str, backward: bool) -> str:
+    """A GPU launch's row key: its name in its graph (`triton_poi_fused_add_0 (1/0)`), so that
+    kernels of one name in two graphs, or in a forward and its backward, are rows of their own."""
+    return f"{name} ({compile_id}{' backward' if backward else ''})"
+
+
+def unit_key(unit: dict) -> str:
+    """A compiled unit's row key: a C++ kernel's range name, a GPU launch's `graph_key`."""
+    name = unit.get("profiled_as", unit["name"])
+    return graph_key(name, unit["graph"], bool(unit.get("backward"))) if unit.get("graph") else name
+
+
+def profile_name(kernel: dict, by_graph: bool) -> str:
+    """A kernel's row key as its profile names it: library calls are profiled as their ATen op,
+    C++ kernels under the range their source opens, Triton kernels by their graph where the
+    profile tells the graphs apart (`by_graph`: a GPU profile's launches carry their compile)."""
     if kernel["kind"] in ("extern", "fallback"):
         return "aten::" + kernel["name"].rsplit(".", 1)[-1]
+    if kernel["kind"] == "triton" and by_graph:
+        return graph_key(kernel["name"], kernel["compile"], kernel.get("graph") == "backward")
     profiled = PROFILED_AS.search(kernel.get("source") or "")
     return profiled["name"] if profiled else kernel["name"]
-
-
-def fallback_kernels(output_code: str) -> list[dict]:
-    """ATen ops the output code calls itself (`torch.ops.aten.X.default(...)`), with the Dynamo
-    nodes of the comment above each call."""
-    out: dict[str, dict] = {}
-    for match in FALLBACK_CALL.finditer(output_code):
-        before = output_code[max(0, match.start() - 600):match.start()]
-        sources = SOURCE_NODES.findall(before)
-        nodes = [n.strip() for n in sources[-1].split(",")] if sources else []
-        kernel = out.setdefault(match["op"], {"name": f"torch.ops.aten.{match['op']}",
-                                              "kind": "fallback", "nodes": [], "lines": [],
-                                              "dynamo_nodes": []})
-        kernel["dynamo_nodes"] += [n for n in nodes if n and n not in kernel["dynamo_nodes"]]
-    return list(out.values())
 
 
 def replayed_kernels(entry: dict, compiles: list[dict],
@@ -168,7 +124,7 @@ class Owners:
             held.append(name)
 
 
-def kernel_rows(rows: Rows, kernels: list[dict]) -> Owners:
+def kernel_rows(rows: Rows, kernels: list[dict], by_graph: bool) -> Owners:
     """A row per compiled kernel (kernels of one profile name share it), what each holds, and
     its recomputed post-grad nodes (held by several generated kernels of a compile; a library
     call and the kernel that adds its epilogue split a node, they don't recompute it)."""
@@ -178,7 +134,7 @@ def kernel_rows(rows: Rows, kernels: list[dict]) -> Owners:
         for node in kernel.get("nodes") or []:
             holders[(kernel["compile"], node)] = holders.get((kernel["compile"], node), 0) + 1
     for kernel in kernels:
-        name, compile_id = profile_name(kernel), kernel["compile"]
+        name, compile_id = profile_name(kernel, by_graph), kernel["compile"]
         shown = name if kernel["kind"] in ("extern", "fallback") else kernel["name"]
         row = rows.row(name, kernel["kind"], shown, source=[], lines=[], recomputed=[])
         row["source"].append({"compile": compile_id, "name": kernel["name"],
@@ -214,7 +170,7 @@ def assign_eager(rows: Rows, units: list[dict], nodes: list[tuple],
                            us * (weight / total if total else 1 / len(kernels)),
                            matched=matched, shared=len(kernels) if len(kernels) > 1 else None)
     by_op: dict[str, list[dict]] = {}
-    for unit in (u for u in units if "forward" not in u):
+    for unit in (u for u in units if not u.get("backward")):
         by_op.setdefault(op_key(unit["name"]), []).append(unit)
     nodes_of: dict[str, list[tuple]] = {}
     for compile_id, node, op, line in nodes:
@@ -243,12 +199,17 @@ def assign_eager(rows: Rows, units: list[dict], nodes: list[tuple],
                 else:
                     left.append({**unit, "us": share, "node": node})
     still: list[dict] = []
-    for unit in left + [u for u in units if "forward" in u]:
+    for unit in left + [u for u in units if u.get("backward")]:
+        if unit.get("backward") == ACCUMULATE:
+            still.append(unit)
+            continue
         forward = unit.get("forward") or {}
         its_nodes = placed.get((forward.get("name"), forward.get("occurrence")), [])
-        on_lines = list(dict.fromkeys(name for compile_id, _, line in its_nodes
-                                      for name in owners.backward_lines.get((compile_id, line), [])))
-        held_by = owners.backward.get(op_key(unit["name"]), [])
+        on_lines = list(dict.fromkeys(
+            name for compile_id, _, line in its_nodes
+            for name in owners.backward_lines.get((compile_id, line), [])))
+        held_by = owners.backward.get(op_key(unit["name"]), []) + (  # or the same library op
+            [unit["name"]] if unit["name"] in rows.rows else [])
         if on_lines:  # of those, the kernels holding a node of its op where there are some
             give(unit, unit["us"], [k for k in on_lines if k in held_by] or on_lines,
                  its_nodes[0][1] if len(its_nodes) == 1 else None, "backward line")
@@ -257,6 +218,55 @@ def assign_eager(rows: Rows, units: list[dict], nodes: list[tuple],
         else:
             still.append(unit)
     return still
+
+
+def compiled_time(rows: Rows, units: list[dict]) -> tuple[dict[str, float], dict[str, dict]]:
+    """Each compiled unit's time onto its kernel's row; the time of units no row holds, and the
+    CUDA graph replays (a unit holding the kernels it ran, `inside`), by row key."""
+    compiled: dict[str, float] = {}
+    replays: dict[str, dict] = {}
+    for unit in units:
+        key = unit_key(unit)
+        if "inside" in unit:
+            replay = replays.setdefault(key, {**unit, "us": 0.0, "inside": {}})
+            replay["us"] += unit["us"]
+            for kernel, us in unit["inside"].items():
+                replay["inside"][kernel] = replay["inside"].get(kernel, 0.0) + us
+        elif key in rows.rows:
+            rows.rows[key]["compiled_us"] += unit["us"]
+        else:
+            compiled[key] = compiled.get(key, 0.0) + unit["us"]
+    return compiled, replays
+
+
+def replay_row(rows: Rows, key: str, unit: dict) -> None:
+    """A CUDA graph replay as one row: the device time of the kernels it ran (each `inside`, as
+    the profiler names it), and the rows of its graph's kernels that had no launch of their own
+    (they ran inside it), with the eager ops they replaced."""
+    backward = bool(unit.get("backward"))
+    row = rows.row(key, "cudagraph", f"CUDA graph replay of {unit['graph']}"
+                   + (" (backward)" if backward else ""), source=[], lines=[], recomputed=[])
+    row["compiled_us"] += unit["us"]
+    row["inside"] = [{"kernel": k, "compiled_us": us}
+                     for k, us in sorted(unit["inside"].items(), key=lambda item: -item[1])]
+    for name, held in list(rows.rows.items()):
+        sources = held.get("source") or []
+        if held is row or held["compiled_us"] or not sources or any(
+                s["compile"] != unit["graph"] or (s.get("graph") == "backward") != backward
+                for s in sources):
+            continue
+        del rows.rows[name]
+        row["source"] += sources
+        row["lines"] = sorted(set(row["lines"]) | set(held["lines"]))
+        row["recomputed"] += held["recomputed"]
+        row["eager_us"] += held["eager_us"]
+        for op in held["eager_ops"]:  # an op split over the graph's kernels is whole in it
+            same = next((o for o in row["eager_ops"] if (o["op"], o["node"], o.get("matched"))
+                         == (op["op"], op["node"], op.get("matched"))), None)
+            if same:
+                same["us"] += op["us"]
+            else:
+                row["eager_ops"].append({k: v for k, v in op.items() if k != "shared"})
 
 
 def leftover_rows(rows: Rows, compiled: dict[str, float], eager_left: list[dict]) -> None:
@@ -276,76 +286,6 @@ def leftover_rows(rows: Rows, compiled: dict[str, float], eager_left: list[dict]
             rows.add_eager(row, unit["name"], unit.get("node"), unit["us"])
 
 
-def slower_reason(row: dict) -> str | None:
-    """Why a kernel took longer than the eager ops it replaced, from what was measured."""
-    saved = row["eager_us"] - row["compiled_us"]
-    if row["kind"] in ("outside", "compiled only", "eager only") or (
-            -saved <= max(SLOWER_BY_US, SLOWER_BY_SHARE * row["eager_us"])):
-        return None
-    ops = sorted({op["op"] for op in row["eager_ops"]})
-    said = [f"took {row['compiled_us']:.1f} µs per call against {row['eager_us']:.1f} µs for the "
-            f"eager op{'s' if len(ops) != 1 else ''} it replaced ({', '.join(ops) or 'none'})"]
-    if row.get("recomputed"):
-        said.append(f"it recomputes {', '.join(sorted(set(row['recomputed'])))}, which another "
-                    "kernel computes too")
-    if row["kernel"].startswith("triton_tem_"):
-        said.append("a Triton template chosen by autotuning lost to eager's library call here")
-    elif row["kind"] in ("extern", "fallback"):
-        said.append("the same library op as eager's: the difference is its arguments' layout "
-                    "or its cache conditions in the compiled call")
-    if any(op.get("matched") in ("name", "backward name") for op in row["eager_ops"]):
-        said.append("its eager time is an even split of an op's calls by name (eager called it "
-                    "a number of times the graphs don't hold, or a backward op)")
-    if not row["eager_ops"]:
-        said.append("no eager op was matched to it")
-    return "; ".join(said)
-
-
-def waterfall(rows: list[dict], eager_e2e: float, compiled_e2e: float) -> list[dict]:
-    """From eager's call to compiled's: what each kind of row saved (negative: cost)."""
-    def saved(pick) -> float:
-        return sum(r["saved_us"] for r in rows if pick(r))
-
-    def fused(r):
-        return r["kind"] in GENERATED and len({o["node"] for o in r["eager_ops"]}) > 1
-    steps = [("fusion (kernels holding several eager ops)", saved(fused)),
-             ("one-op kernels", saved(lambda r: r["kind"] in GENERATED and not fused(r))),
-             ("library calls", saved(lambda r: r["kind"] in ("extern", "fallback"))),
-             ("eager work removed", saved(lambda r: r["kind"] == "eager only")),
-             ("other compiled work", saved(lambda r: r["kind"] in ("compiled only",
-                                                                   "both sides"))),
-             ("outside kernels (launch, framework, Python)",
-              saved(lambda r: r["kind"] == "outside"))]
-    return ([{"label": "eager call", "us": eager_e2e, "total": True}]
-            + [{"label": label, "saved_us": us} for label, us in steps if abs(us) >= 0.05]
-            + [{"label": "compiled call", "us": compiled_e2e, "total": True}])
-
-
-def _us(us: float) -> str:
-    return f"{us / 1e3:.3g} ms" if abs(us) >= 1e3 else f"{us:.3g} µs"
-
-
-def headline(steps: list[dict], eager_kernels: float, compiled_kernels: float) -> str:
-    parts = [f"{s['label'].split(' (')[0]} {'saved' if s['saved_us'] >= 0 else 'cost'} "
-             f"{_us(abs(s['saved_us']))}" for s in steps if "saved_us" in s]
-    return f"kernels {_us(eager_kernels)} -> {_us(compiled_kernels)}: " + ", ".join(parts)
-
-
-BYTES = {"cuda": "Bytes moved: the compiled Triton kernels' as their per-kernel rows have them "
-                 "(Inductor's kernel_num_gb, else counted from the launch's arguments); not known "
-                 "for eager's kernels or library calls (the profiler records no bytes).",
-         "cpu": "Bytes moved: not known on a CPU (the profiler records no bytes, and Inductor "
-                "estimates them for GPU kernels only)."}
-
-
-def add_bytes(rows: list[dict], compiled_rows: list[dict]) -> None:
-    """A row's compiled bytes per call where its kernel's per-kernel row has them (GPU)."""
-    moved = {r["name"]: r["gb_per_call"] for r in compiled_rows if r.get("gb_per_call")}
-    for row in rows:
-        if row["kernel"] in moved:
-            row["compiled_gb"] = moved[row["kernel"]]
-
-
 def attribute(entry: dict, compiles: list[dict], user_file: str) -> dict:
     """The attribution of a timing entry that holds its profiles' units (`kernels.units`)."""
     kernels = entry["kernels"]
@@ -357,15 +297,11 @@ def attribute(entry: dict, compiles: list[dict], user_file: str) -> dict:
                 "; ".join(withheld) + "), so neither is an attribution of them."}
     rows = Rows()
     replayed, nodes = replayed_kernels(entry, compiles, user_file)
-    owners = kernel_rows(rows, replayed)
-    compiled: dict[str, float] = {}
-    for unit in units["compiled"]:  # a C++ kernel under its graph's range name
-        name = unit.get("profiled_as", unit["name"])
-        compiled[name] = compiled.get(name, 0.0) + unit["us"]
-    for name in list(compiled):
-        if name in rows.rows:
-            rows.rows[name]["compiled_us"] += compiled.pop(name)
+    owners = kernel_rows(rows, replayed, any(u.get("graph") for u in units["compiled"]))
+    compiled, replays = compiled_time(rows, units["compiled"])
     left = assign_eager(rows, units["eager"], nodes, owners)
+    for key, unit in replays.items():
+        replay_row(rows, key, unit)
     leftover_rows(rows, compiled, left)
     out_rows = [r for r in rows.rows.values() if r["compiled_us"] or r["eager_us"]]
     sums = {side: sum(u["us"] for u in units[side]) for side in ("eager", "compiled")}

@@ -3,15 +3,22 @@ each side's busy time per call split into units, in program order.
 
 A unit is the work one top-level ATen op did (an op no other ATen op called: `aten::linear`
 holds its `aten::t` and `aten::addmm`), or one compiled kernel (a C++ kernel on a CPU, a Triton
-kernel on a GPU, which no ATen op launches). CPU: a unit's time is its own self CPU time and its
-busy descendants' (so the units add up to the profile's busy total, `profile.totals`). GPU: the
-device time of the kernels, memcpys and memsets it launched, each tied to the op that launched it
-through the profiler's `External id`. The same op's n-th call in every profiled call is one unit
-(`occurrence`), its time per call; an op called a number of times that the calls don't divide is
-one unit for all its calls (`occurrence` None). CPU: a C++ kernel's unit keeps the name its graph's range has
-(`profiled_as`: `graph_0_cpp_fused_add_0`); an op autograd ran in the backward names
-the forward unit whose op made its autograd node (`forward`: the profiler's sequence number of
-the `autograd::engine::evaluate_function` range it ran in is the one that forward op recorded).
+kernel on a GPU, which no ATen op launches), or on a GPU one replay of a CUDA graph (all the
+kernels its `cudaGraphLaunch` ran, each `inside` it by name: mode="reduce-overhead"). CPU: a
+unit's time is its own self CPU time and its busy descendants' (so the units add up to the
+profile's busy total, `profile.totals`). GPU: the device time of the kernels, memcpys and
+memsets it launched, each tied to the op that launched it through the profiler's `External id`
+(a graph's kernels: to its launch, through `correlation`). The same op's n-th call in every
+profiled call is one unit (`occurrence`), its time per call; an op called a number of times that
+the calls don't divide is one unit for all its calls (`occurrence` None).
+
+Units say where they ran: CPU, a C++ kernel keeps the name its graph's range has (`profiled_as`:
+`graph_0_cpp_fused_add_0`); GPU, a Triton launch or graph replay names the compile id of the
+Dynamo region that ran it (`graph`; a compiled backward's, through the sequence number of its
+`CompiledFunction`). A unit autograd ran in the backward names its autograd node (`backward`:
+`MulBackward0`, `torch::autograd::AccumulateGrad`), and the
+forward unit whose op made its autograd node (`forward`: the profiler's sequence number of the
+`autograd::engine::evaluate_function` range it ran in is the one that forward op recorded).
 
 The join with Inductor's provenance (compiled kernel -> post-grad nodes -> the Dynamo nodes, the
 user's ATen calls, they came from) is made where the result is built
@@ -23,25 +30,38 @@ from __future__ import annotations
 from collections import Counter
 
 
+def _identity(name: str, info: dict) -> tuple:
+    """What tells units apart: their graph, forward or backward, and their name (a C++ kernel's
+    range name: `graph_1_cpp_fused_add_0`)."""
+    return info.get("graph"), bool(info.get("backward")), info.get("profiled_as", name)
+
+
 def per_call(units: list[tuple], calls: int) -> list[dict]:
     """(name, us) or (name, us, {recorded: the sequence numbers it recorded, backward_of: its
-    backward's sequence number, profiled_as: its range's own name}) in time order over `calls`
-    calls -> per-call units in first-call order, a backward unit with the forward unit whose
-    sequence number its backward carries (`forward`)."""
-    counts = Counter(unit[0] for unit in units)
+    backward's sequence number, profiled_as: its range's own name, graph: the compile id of the
+    graph that ran it, backward: the autograd node whose backward it ran in, inside: us per
+    kernel it ran})
+    in time order over `calls` calls -> per-call units in first-call order, a backward unit
+    with the forward unit whose sequence number its backward carries (`forward`)."""
+    counts = Counter(_identity(unit[0], unit[2] if len(unit) > 2 else {}) for unit in units)
     seen: Counter = Counter()
     out: dict[tuple, dict] = {}
     made_by: dict[int, dict] = {}  # sequence number -> the forward unit that recorded it last
     for name, us, *extra in units:
-        per = counts[name] / calls
-        occurrence = seen[name] % int(per) if per.is_integer() else None
-        seen[name] += 1
-        unit = out.setdefault((name, occurrence), {"name": name, "occurrence": occurrence,
-                                                    "us": 0.0})
-        unit["us"] += us / calls
         info = extra[0] if extra else {}
+        identity = _identity(name, info)
+        per = counts[identity] / calls
+        occurrence = seen[identity] % int(per) if per.is_integer() else None
+        seen[identity] += 1
+        unit = out.setdefault((identity, occurrence), {"name": name, "occurrence": occurrence,
+                                                        "us": 0.0})
+        unit["us"] += us / calls
         if info.get("profiled_as", name) != name:
             unit.setdefault("profiled_as", info["profiled_as"])
+        unit.update((k, info[k]) for k in ("graph", "backward") if info.get(k))
+        for kernel, kernel_us in info.get("inside", {}).items():
+            inside = unit.setdefault("inside", {})
+            inside[kernel] = inside.get(kernel, 0.0) + kernel_us / calls
         recorded, backward_of = info.get("recorded", ()), info.get("backward_of")
         if backward_of is None:
             made_by.update((number, unit) for number in recorded)
@@ -54,13 +74,25 @@ def per_call(units: list[tuple], calls: int) -> list[dict]:
 BACKWARD_RANGE = "autograd::engine::evaluate_function: "
 
 
-def _backward_of(event) -> int | None:
-    """The sequence number of the autograd node whose backward an event ran in, if any."""
+def _node(backward_range: str) -> str:
+    """The autograd node a backward range ran: `MulBackward0`, `torch::autograd::AccumulateGrad`."""
+    return backward_range.removeprefix(BACKWARD_RANGE)
+
+
+def _backward_ranges(event) -> list:
+    """The autograd backward ranges an event ran in, innermost first."""
+    ranges = []
     while event is not None:
-        if event.name.startswith(BACKWARD_RANGE) and event.sequence_nr >= 0:
-            return event.sequence_nr
+        if event.name.startswith(BACKWARD_RANGE):
+            ranges.append(event)
         event = event.cpu_parent
-    return None
+    return ranges
+
+
+def _backward_of(ranges: list) -> int | None:
+    """The sequence number of the autograd node whose backward the innermost of `ranges` that
+    has one ran (AccumulateGrad's has none)."""
+    return next((r.sequence_nr for r in ranges if r.sequence_nr >= 0), None)
 
 
 def _recorded(event) -> list[int]:
@@ -87,47 +119,100 @@ def cpu_units(events, calls: int, name_of, busy) -> list[dict]:
     units = [(event.time_range.start, name_of(event), inclusive(event), event) for event in events
              if busy(name_of(event)) and top_level(event)]
     units.sort(key=lambda unit: unit[0])
-    return per_call([(name, us, {"recorded": _recorded(event), "backward_of": _backward_of(event),
-                                 "profiled_as": event.name})
-                     for _, name, us, event in units if us > 0], calls)
+    return per_call([(name, us, {"recorded": _recorded(event), "profiled_as": event.name,
+                                 "backward_of": _backward_of(ranges),
+                                 "backward": _node(ranges[0].name) if ranges else None})
+                     for _, name, us, event in units if us > 0
+                     for ranges in [_backward_ranges(event)]], calls)
 
 
-def _top_level_ops(ops: list[dict]) -> dict:
-    """External id of each CPU op -> the top-level ATen op it ran in (itself where it is one),
-    None outside any ATen op."""
+# Dynamo's profiler range around each compiled graph it runs, named by the graph's compile id.
+REGION = "Torch-Compiled Region: "
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "cudaGraphLaunch_v10000")  # the runtime's graph replays
+
+
+def _walk(ops: list[dict]) -> dict:
+    """External id of each CPU op -> where it ran: `top` the top-level ATen op (itself where it
+    is one, None outside any), `graph` the compile id of the Dynamo region it ran in (a backward:
+    the region whose op recorded the sequence number of the autograd node it ran in, the compiled
+    graph's `CompiledFunction`), `backward` the autograd node whose backward it ran in,
+    `backward_of` that node's sequence number; a top-level op also has `recorded`, the sequence
+    numbers it and its descendants recorded."""
+    outside = {"top": None, "graph": None, "backward": None, "backward_of": None}
     out: dict = {}
     by_thread: dict = {}
     for op in ops:
         by_thread.setdefault(op.get("tid"), []).append(op)
     for thread_ops in by_thread.values():
         thread_ops.sort(key=lambda op: (op["ts"], -op.get("dur", 0)))
-        open_ops: list[dict] = []
+        open_ops: list[tuple[float, dict]] = []  # (end, where) of the ops still open
         for op in thread_ops:
-            while open_ops and open_ops[-1]["ts"] + open_ops[-1].get("dur", 0) <= op["ts"]:
+            while open_ops and open_ops[-1][0] <= op["ts"]:
                 open_ops.pop()
-            open_ops.append(op)
-            out[op["args"]["External id"]] = next(
-                (o for o in open_ops if o["name"].startswith("aten::")), None)
+            outer = open_ops[-1][1] if open_ops else outside
+            name, args = op["name"], op["args"]
+            in_range = name.startswith(BACKWARD_RANGE)
+            where = out[args["External id"]] = {
+                "ts": op["ts"], "top": outer["top"] or (op if name.startswith("aten::") else None),
+                "graph": name[len(REGION):] if name.startswith(REGION) else outer["graph"],
+                "backward": _node(name) if in_range else outer["backward"],
+                "backward_of": args["Sequence number"] if in_range and "Sequence number" in args
+                else outer["backward_of"]}
+            if where["top"] is op:
+                where["recorded"] = []
+            if where["top"] is not None and "Sequence number" in args:
+                out[where["top"]["args"]["External id"]]["recorded"].append(args["Sequence number"])
+            open_ops.append((op["ts"] + op.get("dur", 0), where))
+    graph_of = {op["args"]["Sequence number"]: out[op["args"]["External id"]]["graph"]
+                for op in ops if "Sequence number" in op["args"]
+                and out[op["args"]["External id"]]["graph"]}
+    for where in out.values():
+        if where["graph"] is None and where["backward_of"] is not None:
+            where["graph"] = graph_of.get(where["backward_of"])
     return out
+
+
+def _unit_of(e: dict, walked: dict, graph_launch: dict | None) -> tuple:
+    """(key, time-order stamp, name, what the unit says of itself) of the unit a device event
+    belongs to: the CUDA graph replay that ran it, else a Triton kernel or work launched
+    outside ATen ops (one unit per launch, stamped when its op launched it), else its
+    top-level ATen op's call."""
+    where = walked.get(e.get("args", {}).get("External id"), {})
+    op, graph = where.get("top"), where.get("graph")
+    info = {"graph": graph} if graph else {}
+    if where.get("backward"):
+        info["backward"] = where["backward"]
+    if graph_launch is not None:
+        return (("graph", graph_launch["args"]["correlation"]), graph_launch["ts"],
+                graph_launch["name"], {**info, "inside": {}})
+    if e["name"].startswith("triton_") or op is None:
+        return ("launch", e["ts"], e["name"]), where.get("ts", e["ts"]), e["name"], info
+    top = walked[op["args"]["External id"]]
+    return (("op", op["args"]["External id"]), op["ts"], op["name"],
+            {"recorded": top["recorded"], "backward_of": top["backward_of"],
+             "backward": top["backward"]})
 
 
 def cuda_units(trace_events: list[dict], calls: int, skip: str) -> list[dict]:
     """Device time of every kernel, memcpy and memset (but `skip`, the L2 flush): one unit per
-    call of a top-level ATen op (all it launched), a Triton kernel and work launched outside
-    ATen ops one unit per launch under its own name."""
+    call of a top-level ATen op (all it launched), per replay of a CUDA graph (all its kernels,
+    each named `inside` it), and per launch of a Triton kernel or of work outside ATen ops;
+    each with the compile id of the graph that ran it (`graph`) where the profile says."""
     ops = [e for e in trace_events
            if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})]
-    launched_in = _top_level_ops(ops)
+    walked = _walk(ops)
+    graph_launches = {e["args"]["correlation"]: e for e in trace_events
+                      if e.get("cat") == "cuda_runtime" and e.get("name") in GRAPH_LAUNCHES}
     units: dict = {}
     for e in trace_events:
         if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset") or e["name"] == skip:
             continue
-        op = launched_in.get(e.get("args", {}).get("External id"))
-        if e["name"].startswith("triton_") or op is None:
-            key, ts, name = ("launch", e["ts"], e["name"]), e["ts"], e["name"]
-        else:
-            key, ts, name = ("op", op["args"]["External id"]), op["ts"], op["name"]
-        unit = units.setdefault(key, [ts, name, 0.0])
+        key, ts, name, info = _unit_of(e, walked, graph_launches.get(
+            e.get("args", {}).get("correlation")))
+        unit = units.setdefault(key, [ts, name, 0.0, info])
         unit[2] += float(e.get("dur", 0))
+        inside = unit[3].get("inside")
+        if inside is not None:
+            inside[e["name"]] = inside.get(e["name"], 0.0) + float(e.get("dur", 0))
     ordered = sorted(units.values(), key=lambda unit: unit[0])
-    return per_call([(name, us) for _, name, us in ordered], calls)
+    return per_call([(name, us, info) for _, name, us, info in ordered], calls)

@@ -22,13 +22,11 @@ import time
 
 import torch
 
-from .attribution import cpu_units, cuda_units
+from .attribution import REGION, cpu_units, cuda_units
 from .contention import Watch
 
 TOP_ROWS = 25
 MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
-# Dynamo's profiler range around each compiled graph it runs, named by the graph's compile id.
-REGION = "Torch-Compiled Region: "
 
 
 def _kernel_name(name: str) -> str:
