@@ -19,12 +19,11 @@ KNOWN = {
     "compare.js": {"dynamo_graph"},  # two runs are diffed at their Dynamo graphs first
     "runpanel.js": {"guards", "dynamo_graph"},  # a recompile's diff chips
     "graph.js": {"dynamo_graph", "post_grad_graph"},  # node provenance across graphs
-    "stagetexts.js": {"kernels"},  # the kernels text is still assembled in the browser
 }
 # Literals that are a view's mode or a result's field, not the stage of the same name.
-NOT_STAGES = {"layout.js": {"timings"}, "stages.js": {"timings", "kernels"},
+NOT_STAGES = {"layout.js": {"timings"}, "stages.js": {"timings"},
               "timings.js": {"timings", "kernels"}, "views/timings.js": {"timings"},
-              "guards.js": {"guards"}, "panes.js": {"kernels"}}
+              "guards.js": {"guards"}}
 
 
 def registry(name: str) -> set[str]:

@@ -8,18 +8,20 @@ module plus one line here; everything below derives from the declarations.
 """
 
 from . import (aot, autotune, breaks, bytecode, calls, census, compiled_autograd, cudagraphs,
-               decomp, dynamo, export, frames, fusion, guards, inductor, job, kernels, metrics,
-               precompile, recompiles, saved, timings, torchscript, triton_ir, wrappers)
+               decomp, dynamo, export, frames, fusion, guards, inductor, job, kernels,
+               kernels_stage, metrics, precompile, recompiles, saved, timings, torchscript,
+               triton_ir, wrappers)
 from .spec import ARTIFACT, EVENT, Feature, Part, RecordType, Stage
 
 # Order matters where a part reads another's: kernels before triton_ir (which annotates them)
-# and fusion; recompiles before calls; export's packages after its programs. Attachments run in
+# and fusion; recompiles before calls; export's packages after its programs; the Kernels stage
+# after what it shows (kernels, triton_ir's preview, fusion, timings, calls). Attachments run in
 # this order too: the IR loggers (inductor) before the fusion log that ends on one (fusion), the
 # compile recorder (calls) before the AOTInductor one that wraps its compile (export).
 _LISTED: tuple[Feature, ...] = tuple(m.FEATURE for m in (
     job, frames, bytecode, dynamo, guards, aot, wrappers, compiled_autograd, saved, decomp,
     inductor, kernels, timings, metrics, triton_ir, fusion, autotune, breaks, recompiles, calls,
-    export, torchscript, precompile, cudagraphs))
+    export, torchscript, precompile, cudagraphs, kernels_stage))
 STAGES: tuple[Stage, ...] = tuple(spec for feature in _LISTED for spec in feature.stages)
 STAGE_NAMES = tuple(spec.name for spec in STAGES if spec.field == "stages")
 GRAPH_STAGES = tuple(spec.name for spec in STAGES if spec.graph)

@@ -18,9 +18,9 @@ from ..parsers import provenance
 from ..parsers.common import graph_label, user_lines
 from .spec import Feature, Part, Stage, record
 
-# A compile's `kernels` list; the page shows it as one text, each kernel with its nodes.
-SPECS = (Stage("kernels", "Kernels", "Generated kernels", "python", field="kernels",
-                view="kernels"),)
+# The Kernels stage: a compile's `kernels` as one text, each kernel with its nodes, and their
+# list; built once the run's timings are in (features/kernels_stage.py).
+SPECS = (Stage("kernels", "Kernels", "Generated kernels", "python", view="kernels"),)
 
 DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.(?P<fn>\w+)\(", re.M)
 EXTERN_CALL = re.compile(r"\bextern_kernels\.(?P<name>\w+)\(")

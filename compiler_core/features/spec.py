@@ -35,7 +35,7 @@ class Stage:
     language: str  # of the text: python, pycon, text, json, cpp, mlir, llvm, ptx, sass
     records: tuple[str, ...] = ()  # the first of these records of a compile announces the stage
     graph: bool = False  # an FX graph: nodes and edges can be drawn
-    field: str = "stages"  # where a compile holds it ("kernels"; "timings" is the run's)
+    field: str = "stages"  # a compile's; a program's: "exports", "torchscript"; the run's "timings"
     option: str | None = None  # the run option without which the stage is left out
     from_payload: bool = False  # its artifact is the first announcing record's text (below)
     heading: str = ""  # from_payload: text put before the record's

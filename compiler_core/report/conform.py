@@ -45,7 +45,7 @@ VALIDATOR = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
 SAMPLE = 64
 ROUNDS = 8
 EMPTY = {"environment": {}, "options": {}, "user_file": "", "stdout": "", "stderr": "",
-         "error": None, "finished": False, "duration_s": None, "version": 2}
+         "error": None, "finished": False, "duration_s": None, "version": 3}
 
 
 def _cut(artifact):

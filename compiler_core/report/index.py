@@ -2,7 +2,8 @@
 they show it (the page polls a running job's index, then asks for one stage at a time).
 
 Each artifact keeps what names and places it, plus `size` (characters of its text); each
-kernel its name, kind, graph and user lines. `stage_part` gives the full part of one stage.
+kernel its name, kind, graph and user lines. `stage_part` gives the full part of one stage (the
+Kernels stage too: it is built with the result, features/kernels_stage.py).
 At 16 layers of a TransformerEncoder the result is ~10 MB and its index a few KB per compile.
 A final result with less text than `WHOLE_BELOW` travels whole: a round trip per stage would
 cost more than its bytes (a small function's result is tens of KB). A partial one is always an
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 ARTIFACT_KEYS = ("stage", "compile_id", "title", "language", "sections", "view", "source_note")
 KERNEL_KEYS = ("name", "kind", "graph", "lines")
-KERNELS = "kernels"  # the page's stage built from a compile's kernel list
 
 
 def _artifact_summary(artifact: dict) -> dict:
@@ -46,12 +46,9 @@ def result_index(result: dict) -> dict:
 
 
 def stage_part(result: dict, compile_id: str, stage: str) -> dict | None:
-    """`{"artifact": ...}` of one stage of one compile, `{"kernels": [...]}` for the kernels;
-    None when the result has no such part."""
+    """`{"artifact": ...}` of one stage of one compile; None when the result has no such part."""
     compiled = next((c for c in result["compiles"] if c["id"] == compile_id), None)
     if compiled is None:
         return None
-    if stage == KERNELS:
-        return {"kernels": compiled["kernels"]}
     artifact = compiled["stages"].get(stage)
     return {"artifact": artifact} if artifact is not None else None

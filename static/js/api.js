@@ -30,7 +30,7 @@ export const api = {
   // `since`, the version last seen: then only what is new (`unchanged: true`, no result).
   job: (id, since) => request("GET", `${jobUrl(id)}?` +
     new URLSearchParams(since ? { view: "index", since } : { view: "index" })),
-  // One stage's full part, {artifact} (or {kernels} for "kernels"), of a job's result or of a
+  // One stage's full part, {artifact}, of a job's result or of a
   // stored one: `where` is {job} or {key}. Only an indexed result needs it: a whole result
   // (a share link's, or one embedded in a page) has every text already.
   stage: (where, compileId, stage) => request("GET", `${where.job ? jobUrl(where.job) : resultUrl(where.key)}` +

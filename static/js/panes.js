@@ -10,7 +10,7 @@ import { StageTexts } from "./stagetexts.js";
 import { errorStrip, noCompile } from "./states.js";
 import { entryLabel, pickable, programStage } from "./programs.js";
 import { artifactFor, filename, leftOut, optionOf, resolveStage, shownStage, stageError, stageLabel, stageMenu, stageShownBy, panelOf, viewOf } from "./stages.js";
-import { panelNamed, viewNamed } from "./views/index.js";
+import { KERNEL_VIEW, panelNamed, viewNamed } from "./views/index.js";
 import { DEFAULT_STAGES } from "./settings.js";
 
 export class Panes {
@@ -121,13 +121,13 @@ export class Panes {
     compareWithPrevious(this, id, stage, previous);
   }
 
-  // A graph node's kernel: the Kernels stage in the next pane (the same one when alone),
-  // scrolled to the kernel's header.
+  // A graph node's kernel: the stage that lists kernels in the next pane (the same one when
+  // alone), scrolled to the kernel's header (its list's line).
   openKernel(name, from) {
     const target = this.panes.length > 1 ? this.panes[(this.panes.indexOf(from) + 1) % this.panes.length] : from;
-    target.choose({ stage: stageShownBy("kernels") });
-    const line = target.artifact?.text.split("\n").findIndex((l) => l.includes(`===== ${name} (`));
-    if (target.viewer && line >= 0) scrollToLine(target.viewer, line + 1);
+    target.choose({ stage: stageShownBy(KERNEL_VIEW) });
+    const line = target.artifact?.kernels?.find((kernel) => kernel.name === name)?.line;
+    if (target.viewer && line) scrollToLine(target.viewer, line);
     target.el.dataset.kernel = name;
   }
 
@@ -202,8 +202,9 @@ class Pane {
     const wanted = resolveStage(indexed, programStage(indexed, this.state.stage));
     const stage = shownStage(indexed, wanted, result, this.fallbacks());
     this.shown = stage;
-    const compile = this.owner.texts.complete(indexed, stage); // null: its text is on its way
-    const failed = this.owner.texts.failure(indexed, stage);
+    const ended = !result?.partial;
+    const compile = this.owner.texts.complete(indexed, stage, ended); // null: its text is on its way
+    const failed = this.owner.texts.failure(indexed, stage, ended);
     const loading = compile === null && !failed;
     this.artifact = compile ? artifactFor(compile, stage, result) : null;
     const shows = viewNamed(viewOf(stage));

@@ -1,11 +1,11 @@
 // Stage texts on demand. A running job's result comes as an index (`compile.indexed`: each
 // stage without its text, each kernel without its source); a pane asks for the part it shows,
-// once per (compile, stage, size), and is re-rendered when it arrives (or failed to: the pane
-// says why and offers to ask again). A whole result passes through untouched.
+// once per (compile, stage, size) while the run goes on and once more when it ended (a stage
+// may gain more than text at the end: the Kernels stage its measured times), and is
+// re-rendered when it arrives (or failed to: the pane says why and offers to ask again). A whole
+// result passes through untouched.
 
 import { api } from "./api.js";
-
-const KERNELS = "kernels"; // the stage built from a compile's kernel list (report/index.py)
 
 export class StageTexts {
   constructor(onLoaded) {
@@ -22,19 +22,19 @@ export class StageTexts {
 
   // `compile` with the whole part of `stage`; null while that part loads or when it failed to
   // (`failure` says why). An absent stage, or a compile that is not an index, comes back as it is.
-  complete(compile, stage) {
-    const key = this.keyOf(compile, stage);
+  // `ended`: the run has ended (its result is final).
+  complete(compile, stage, ended) {
+    const key = this.keyOf(compile, stage, ended);
     if (key === null) return compile;
     if (!this.parts.has(key)) this.load(key, compile.id, stage);
     const part = this.parts.get(key);
     if (!part || part.error) return null;
-    return stage === KERNELS ? { ...compile, kernels: part.kernels }
-      : { ...compile, stages: { ...compile.stages, [stage]: part.artifact } };
+    return { ...compile, stages: { ...compile.stages, [stage]: part.artifact } };
   }
 
   // Why the part of `stage` could not be loaded; null when it loads or came.
-  failure(compile, stage) {
-    return this.parts.get(this.keyOf(compile, stage))?.error ?? null;
+  failure(compile, stage, ended) {
+    return this.parts.get(this.keyOf(compile, stage, ended))?.error ?? null;
   }
 
   // Ask again for the parts that failed.
@@ -44,13 +44,9 @@ export class StageTexts {
   }
 
   // The part's key (its size: a running job's part grows), null when there is nothing to ask.
-  keyOf(compile, stage) {
-    if (!compile?.indexed || !this.where) return null;
-    const kernels = stage === KERNELS;
-    const summary = kernels ? compile.kernels : compile.stages?.[stage];
-    if (!summary || (kernels && !summary.length)) return null;
-    const size = kernels ? summary.map((k) => k.size).join(",") : summary.size;
-    return `${compile.id}|${stage}|${size}`;
+  keyOf(compile, stage, ended) {
+    const summary = compile?.indexed && this.where ? compile.stages?.[stage] : null;
+    return summary ? `${compile.id}|${stage}|${summary.size}|${Boolean(ended)}` : null;
   }
 
   async load(key, compileId, stage) {

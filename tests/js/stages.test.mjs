@@ -43,13 +43,3 @@ test("the menu lists what the compile has and what a run option left out", () =>
   assert.ok(!menu.includes("aot_backward"));
   assert.ok(leftOut(option.name, training, result));
 });
-
-test("the kernels artifact holds each kernel's source under its header", () => {
-  const kernels = [{ name: "cpp_fused_sin_0", kind: "cpp", source: "void k() {}", nodes: ["sin"], lines: [3],
-                     src_lines: [3] }];
-  const a = artifactFor({ ...training, kernels }, stageShownBy("kernels"), { compiles: [] });
-  assert.equal(a.language, "cpp");
-  assert.ok(a.text.startsWith("// ===== cpp_fused_sin_0 (cpp) ====="));
-  assert.deepEqual(a.kernels.map((k) => [k.name, k.line]), [["cpp_fused_sin_0", 1]]);
-  assert.equal(artifactFor(training, stageShownBy("kernels"), { compiles: [] }), null);
-});

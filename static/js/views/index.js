@@ -17,6 +17,8 @@ const VIEWS = { text: textView, fx: fxView, guards: guardsView, bytecode: byteco
 // A panel beside the text, (compile, onUserLine) -> an element or null; or above it, (entry) -> ...
 const PANELS = { saved: { beside: renderSaved }, aoti: { above: aotiTable } };
 
+// The view that lists a compile's kernels: a graph node's kernel opens its stage (panes.js).
+export const KERNEL_VIEW = Object.keys(VIEWS).find((name) => VIEWS[name] === kernelsView);
 // A view the page does not know (a newer server's) shows the stage as text.
 export const viewNamed = (name) => VIEWS[name] ?? textView;
 export const panelNamed = (name) => PANELS[name] ?? null;
