@@ -136,4 +136,5 @@ def test_backward_ops_are_matched_by_sequence_number_and_a_cast_by_order():
     assert op["matched"] == "order" and row["kernel"] == "triton_poi_fused__to_copy_0"
     forward_mul = [op for _, op in where["aten::mul"] if op.get("matched") == "order"]
     assert len(forward_mul) == 1
-    assert not [r for r in rows if r["kind"] == "compiled only" and r["kernel"].startswith("triton")]
+    assert not [r for r in rows
+                if r["kind"] == "compiled only" and r["kernel"].startswith("triton")]

@@ -243,8 +243,8 @@ def replay_row(rows: Rows, key: str, unit: dict) -> None:
     """A CUDA graph replay as one row: the device time of the kernels it ran (each `inside`, as
     the profiler names it), and the rows of its graph's kernels that had no launch of their own
     (they ran inside it), with the eager ops they replaced."""
-    backward = bool(unit.get("backward"))
-    row = rows.row(key, "cudagraph", f"CUDA graph replay of {unit['graph']}"
+    graph, backward = unit.get("graph"), bool(unit.get("backward"))
+    row = rows.row(key, "cudagraph", "CUDA graph replay" + (f" of {graph}" if graph else "")
                    + (" (backward)" if backward else ""), source=[], lines=[], recomputed=[])
     row["compiled_us"] += unit["us"]
     row["inside"] = [{"kernel": k, "compiled_us": us}
@@ -252,7 +252,7 @@ def replay_row(rows: Rows, key: str, unit: dict) -> None:
     for name, held in list(rows.rows.items()):
         sources = held.get("source") or []
         if held is row or held["compiled_us"] or not sources or any(
-                s["compile"] != unit["graph"] or (s.get("graph") == "backward") != backward
+                s["compile"] != graph or (s.get("graph") == "backward") != backward
                 for s in sources):
             continue
         del rows.rows[name]
