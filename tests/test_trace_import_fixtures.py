@@ -1,10 +1,10 @@
 """Session fixtures of the trace import tests (a pytest plugin: `pytest_plugins` names it).
 
 `encoder_log`: a TORCH_TRACE log of real compiles (issue 46), made once per session: a 2-layer
-encoder, forward and backward, compiled twice (a global it branches on takes a new value: Dynamo
-guards on it), the recompile answered by Inductor's FX graph and AOTAutograd caches (which log
-their provenance artifacts empty), then a small function. Made in a fresh cache folder, so the
-first compile is made in full (about 2 MB of log).
+encoder, forward and backward, compiled three times (a global it branches on takes a new value:
+Dynamo guards on it), the recompiles answered by Inductor's FX graph and AOTAutograd caches (which
+log their provenance artifacts empty, so the two print the same graphs), then a small function.
+Made in a fresh cache folder, so the first compile is made in full (about 2 MB of log).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Encoder(nn.Module):
             x = -x
         return self.blocks(x).mean()
 model = torch.compile(Encoder())
-for VERSION in range(2):
+for VERSION in range(3):
     model(torch.randn(2, 4, 8)).backward()
 torch.compile(lambda x: torch.sin(x) * 2)(torch.randn(4))
 """

@@ -40,6 +40,33 @@ def test_two_reports_of_one_log_are_the_same_bytes(encoder_log, monkeypatch):
         [v["layout_note"] for v in small]
 
 
+@pytest.mark.parametrize("dot_items", [None, 10**6])
+def test_a_recompiles_views_are_made_once_and_the_report_is_the_same(encoder_log, monkeypatch,
+                                                                     dot_items):
+    """The encoder's recompiles are answered by Inductor's caches and print the same graphs:
+    their views are the first compile's with their own compile id, not laid out again, where the
+    report's dot budget gives them the same layout (a budget no view reaches: all of them), and
+    the report is the same bytes as one where every view is made."""
+    from compiler_core.present import static_html
+    if dot_items:
+        monkeypatch.setattr(static_html, "DOT_REPORT_ITEMS", dot_items)
+    result = trace_result({encoder_log.name: encoder_log})
+    made = []
+    monkeypatch.setattr(static_html, "graph_view", lambda compiled, stage, *args, view=static_html
+                        .graph_view, **kwargs: made.append((compiled["id"], stage))
+                        or view(compiled, stage, *args, **kwargs))
+    reused = report_html("", {}, result)
+    views = json.loads(BOOT.search(reused)[1])["report"]["graphs"]
+    recompiled = [key.split() for key in views if key.startswith(("0/1 ", "0/2 "))]
+    assert len(recompiled) >= 8 and len(made) < len(views)
+    if dot_items:
+        assert not set(map(tuple, recompiled)) & set(made), made
+        assert views["0/2 aot_joint"]["compile_id"] == "0/2"
+        assert views["0/2 aot_joint"]["nodes"] == views["0/0 aot_joint"]["nodes"]
+    monkeypatch.setattr(static_html, "_view_inputs", lambda *args: None)  # made every time
+    assert report_html("", {}, result) == reused
+
+
 def test_a_graph_too_large_to_show_whole_is_cut_into_runs(encoder_log, monkeypatch):
     """A log's AOT graphs have no module stacks; past the `graph_nodes_laid_out` limit (here 100)
     the view shows runs of consecutive nodes, each opening on its own, every node in one."""

@@ -13,6 +13,7 @@ caches: issue 46) reads as tlparse reads it too.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from compiler_core.report.trace_log import trace_result
 pytest_plugins = ["test_trace_import_fixtures"]
 
 DATA = Path(__file__).parent / "data" / "tlparse"
+RANKS_DATA = Path(__file__).parent / "data" / "trace_ranks"
 LOGS = sorted(p.name for p in DATA.iterdir() if p.suffix in (".log", ".txt"))
 EXPORT_LOGS = ("export.log", "export_guard_added.log")
 TLPARSE = shutil.which("tlparse") or os.path.join(sysconfig.get_path("scripts"), "tlparse")
@@ -172,6 +174,51 @@ def test_ranks_as_tlparse_names_them(tmp_path):
     assert [c["id"] for c in result["compiles"]] == ["0/0"]
 
 
+def rank_folder(folder: Path, name: str) -> dict[int, str]:
+    """A multi-rank folder in `folder`, {rank: file name}: tlparse's schedule logs (ranks 0 and 2,
+    the same log) or a two-process run recorded here (tests/data/trace_ranks/, gzipped), where
+    rank 1 recompiles and rank 0 does not."""
+    folder.mkdir()
+    if name == "tlparse":
+        names = {0: "dedicated_log_torch_trace_rank_0_6u3fubwl.log",
+                 2: "dedicated_log_torch_trace_rank_2.log"}
+        for log in names.values():
+            shutil.copy(DATA / log, folder / log)
+        return names
+    names = {}
+    for packed in sorted(RANKS_DATA.glob("*.log.gz")):
+        log = packed.name.removesuffix(".gz")
+        (folder / log).write_bytes(gzip.decompress(packed.read_bytes()))
+        names[int(log.split("_rank_")[1].split("_")[0])] = log
+    return names
+
+
+@pytest.mark.parametrize("name", ["tlparse", "recorded"])
+def test_a_multi_rank_folder_reads_as_one_result_as_tlparse_reads_each_rank(name, tmp_path):
+    """A folder of several ranks' logs is one result: each rank's compiles, their ids naming the
+    rank, with the stages tlparse's `--all-ranks-html` shows in that rank's report, and that
+    rank's recompiles naming its own compiles; `rank` still reads one rank alone."""
+    names = rank_folder(tmp_path / "logs", name)
+    out = tlparse(tmp_path / "logs", tmp_path / "out", "--all-ranks-html")
+    files = {log: tmp_path / "logs" / log for log in names.values()}
+    result = trace_result(files)
+    alone = {rank: trace_result(files, rank=rank) for rank in names}
+    assert [c["id"] for c in result["compiles"]] == [
+        f"[rank {rank}] {c['id']}" for rank in sorted(names) for c in alone[rank]["compiles"]]
+    for rank in names:
+        prefix = f"[rank {rank}] "
+        assert_reads_as_tlparse(out / f"rank_{rank}", {
+            **result, "compiles": [{**c, "id": c["id"].removeprefix(prefix)}
+                                   for c in result["compiles"] if c["id"].startswith(prefix)],
+            "recompiles": [{**r, "compile_id": r["compile_id"].removeprefix(prefix)}
+                           for r in result["recompiles"] if r["compile_id"].startswith(prefix)]})
+    ids = {c["id"] for c in result["compiles"]}
+    assert {m["previous"] for r in result["recompiles"] for m in r["misses"]} <= ids
+    if name == "recorded":
+        assert [r["compile_id"] for r in result["recompiles"]] == ["[rank 1] 0/1"]
+        assert result["recompiles"][0]["misses"][0]["previous"] == "[rank 1] 0/0"
+
+
 def test_a_generated_encoder_log_reads_as_tlparse_reads_it(encoder_log, tmp_path):
     """A log of real compiles made here (tests/test_trace_import_fixtures.py), read from its file
     a line at a time; the cache hits' compiles keep their post-grad graph and output code (the
@@ -181,7 +228,7 @@ def test_a_generated_encoder_log_reads_as_tlparse_reads_it(encoder_log, tmp_path
     result = trace_result({log.name: log})
     assert_reads_as_tlparse(out, result)
     encoder = [c for c in result["compiles"] if c["id"].startswith("0/")]
-    assert [c["id"] for c in encoder] == ["0/0", "0/1"]
+    assert [c["id"] for c in encoder] == ["0/0", "0/1", "0/2"]
     assert all({"post_grad_graph", "output_code", "aot_joint"} <= set(c["stages"])
                for c in encoder)
     assert result == trace_result({log.name: log.read_text(errors="replace")})

@@ -19,19 +19,21 @@ so), and the view's `layout_note` says so where one was.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import os
 import re
 import sys
 import tempfile
-from typing import BinaryIO, TextIO
+from typing import BinaryIO, NamedTuple, TextIO
 
 import jinja2
 
 from ..catalogue import catalogue
+from .graphoverlay import kernel_table
 from .graphview import MalformedResult, graph_view
-from .layout import DOT_REPORT_ITEMS, DOT_VIEW_ITEMS
+from .layout import DOT_MAX_NODES, DOT_REPORT_ITEMS, DOT_VIEW_ITEMS
 from ..features import GRAPH_STAGES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -113,29 +115,74 @@ class WrittenJSON:
         self.spool, self.start = spool, spool.seek(0, os.SEEK_END)
         self.size = spool.write(text.encode("ascii"))
 
-    def write_to(self, out: TextIO) -> None:
+    def read(self) -> str:
         self.spool.seek(self.start)
-        out.write(self.spool.read(self.size).decode("ascii"))
+        return self.spool.read(self.size).decode("ascii")
+
+    def write_to(self, out: TextIO) -> None:
+        out.write(self.read())
+
+
+class MadeView(NamedTuple):
+    view: WrittenJSON
+    engine: str
+    items: int
+    most: tuple[int, str]  # the dot budget it was laid out within
 
 
 def graph_views(result: dict) -> dict:
     """`"COMPILE STAGE"` -> the graph view the page asks the API for first (collapse "auto"),
-    as `WrittenJSON`; graphs that cannot be shown (malformed, too many items) are left out."""
+    as `WrittenJSON`; graphs that cannot be shown (malformed, too many items) are left out. A
+    view made of the same inputs as an earlier one (a recompile that Inductor's caches answer
+    prints the same graphs), within a budget that gives it the same layout, is that view with
+    its compile's id, not laid out again."""
     views, left, spool = {}, DOT_REPORT_ITEMS, tempfile.TemporaryFile()
+    made: dict[bytes, MadeView] = {}
     for compiled, stage in _graph_stages(result):
         most = (DOT_VIEW_ITEMS, f"a report lays out views of up to {DOT_VIEW_ITEMS:,} with dot") \
             if left >= DOT_VIEW_ITEMS else (left, f"{left:,} were left of the report's dot "
                                                   f"budget ({DOT_REPORT_ITEMS:,} items in all)")
-        try:
-            view = graph_view(compiled, stage, result, layout_seconds=DOT_REPORT_SECONDS,
-                              dot_most=most)
-        except ValueError:  # MalformedResult, GraphTooLarge: the report goes without it
-            continue
-        views[f"{compiled['id']} {stage}"] = WrittenJSON(
-            spool, _html_safe(json.dumps(view, sort_keys=True)))
-        if view["engine"] == "dot":
-            left -= len(view["nodes"])
+        inputs = _view_inputs(compiled, stage, result)
+        earlier = made.get(inputs)
+        if earlier and _budget_says(earlier.items, earlier.most) == _budget_says(earlier.items,
+                                                                                 most):
+            view = json.loads(earlier.view.read())
+            view["compile_id"] = compiled["id"]
+            engine, items = earlier.engine, earlier.items
+        else:
+            try:
+                view = graph_view(compiled, stage, result, layout_seconds=DOT_REPORT_SECONDS,
+                                  dot_most=most)
+            except ValueError:  # MalformedResult, GraphTooLarge: the report goes without it
+                continue
+            engine, items = view["engine"], len(view["nodes"])
+        written = WrittenJSON(spool, _html_safe(json.dumps(view, sort_keys=True)))
+        views[f"{compiled['id']} {stage}"] = written
+        if inputs is not None:
+            made[inputs] = MadeView(written, engine, items, most)
+        if engine == "dot":
+            left -= items
     return views
+
+
+def _budget_says(items: int, most: tuple[int, str]) -> str:
+    """What the dot budget `most` makes of a view of `items` (layout.dot_layout): dot, or the
+    layered layout with a note naming the budget, or nothing (past dot's own bound)."""
+    return "" if items > DOT_MAX_NODES else "dot" if items <= most[0] else most[1]
+
+
+def _view_inputs(compiled: dict, stage: str, result: dict) -> bytes | None:
+    """A digest of everything `graph_view` reads but the compile's id (which its stages name
+    too) and the dot budget: the stage, the post-grad graph its links go through, the kernels
+    and their measured times (None where they cannot be read: such a view is made, never
+    reused)."""
+    try:
+        stages = {name: {k: v for k, v in compiled["stages"][name].items() if k != "compile_id"}
+                  for name in {stage, "post_grad_graph"} & set(compiled["stages"])}
+        parts = [stage, stages, compiled.get("kernels"), kernel_table(result, compiled)]
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).digest()
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
+        return None
 
 
 def write_report(out: TextIO, source: str, options: dict, result: dict) -> None:

@@ -29,6 +29,7 @@ from typing import Iterable, Iterator
 
 from ..features import TRACE_ARTIFACTS, TRACE_EVENTS
 from ..wire import valid_record
+from .ranks import joined, rank_id
 from .result import build_result
 
 # Structured-trace names we keep are those the features declare (`spec.traced`); everything else
@@ -171,6 +172,8 @@ def parse_log(name: str, log_file: str | Path) -> TraceLog:
     match = RANK_IN_NAME.search(name)
     log.rank = int(match[1]) if match else None
     converter, start = TraceConverter(), None
+    texts: dict[str, str] = {}  # each payload once: a recompile that Inductor's caches answer
+    # logs the same graphs and code again, which its records then share
     lines = file_lines(log_file) if isinstance(log_file, Path) else log_file.split("\n")
     for stamp, metadata, payload in _entries(lines):
         if metadata is None:
@@ -184,6 +187,8 @@ def parse_log(name: str, log_file: str | Path) -> TraceLog:
             continue
         record = record and valid_record({**record, "t": round(_seconds(stamp) - start, 4)})
         if record is not None and (record["compile_id"] is not None or record["name"] in RUN_LEVEL):
+            if record["payload"]:
+                record["payload"] = texts.setdefault(record["payload"], record["payload"])
             log.records.append(record)
         elif entry is not None:
             log.unread[entry + (" (outside any compile)" if record is not None else "")] += 1
@@ -237,40 +242,62 @@ def trace_result(files: dict[str, str | Path], rank: int | None = None) -> dict:
     """The result of a `TORCH_TRACE` folder's log files ({file name: its text, or its Path to
     read it from as it goes: a log of hundreds of MB is never held whole}).
 
-    A multi-process run (one log per rank) is shown one process at a time: rank 0 (or the one
-    asked for, else the first log by name); the result's notes name the others."""
+    A multi-process run (one log per rank, each named by its rank) is one result, each compile's
+    id naming its rank (report/ranks.py); `rank` asks for that rank's log alone. Of logs of no
+    rank, the first by name is read; the result's notes name the others."""
     logs = [log for log in (parse_log(name, text) for name, text in sorted(files.items()))
             if log.entries]
     if not logs:
         raise ValueError("no structured-trace entries found (the files TORCH_TRACE=DIR writes "
                          "are DIR/dedicated_log_torch_trace_*.log)")
-    chosen = next((log for log in logs if log.rank == (rank or 0)), None)
-    if chosen is None and rank is not None:
-        raise ValueError(f"no log of rank {rank} among {', '.join(log.name for log in logs)}")
-    chosen = chosen or logs[0]
-    environment = {"torch": chosen.torch_version or "unknown", "trace_log": chosen.name}
-    notes = [f"From the TORCH_TRACE log {chosen.name}"
-             + (f" (rank {chosen.rank})" if chosen.rank is not None else "")
+    ranked = sorted((log for log in logs if log.rank is not None), key=lambda log: log.rank)
+    if rank is not None:
+        chosen = [log for log in ranked if log.rank == rank][:1]
+        if not chosen:
+            raise ValueError(f"no log of rank {rank} among {', '.join(l.name for l in logs)}")
+    elif len(ranked) > 1 and len({log.rank for log in ranked}) == len(ranked):
+        chosen = ranked
+    else:
+        chosen = [next((log for log in ranked if log.rank == 0), logs[0])]
+    others = [log for log in logs if all(log is not c for c in chosen)]
+    if len(chosen) == 1:
+        return log_result(chosen[0], others)
+    ranks = [log.rank for log in chosen]  # the first rank's notes name the ranks and the others
+    return joined([(log.rank, log_result(log, others, ranks) if log is chosen[0]
+                    else log_result(log, [])) for log in chosen])
+
+
+def log_result(log: TraceLog, others: list[TraceLog], ranks: list[int] | None = None) -> dict:
+    """The result of one log (`ranks`: of a multi-process run's, the ranks joined), the other
+    logs of its folder named in its notes."""
+    environment = {"torch": log.torch_version or "unknown", "trace_log": log.name}
+    notes = [f"From the TORCH_TRACE log {log.name}"
+             + (f" (rank {log.rank})" if log.rank is not None else "")
              + ": the stages PyTorch's structured trace holds. Bytecode, node tables, the Core "
              "ATen and prims views, loop-level IR and timings come only from a run in torchbolt."]
-    notes += [f"Also in the folder: {log.name}" + (f" (rank {log.rank})" if log.rank is not None
-                                                 else "") for log in logs if log is not chosen]
-    if chosen.torch_version is None:
-        notes.append(f"{chosen.name} does not say which torch wrote it (no torch_version "
+    if ranks:
+        notes.append(f"Ranks {', '.join(map(str, ranks))} of a multi-process run, one log each: "
+                     f"each compile's id names its rank ({rank_id(log.rank, '0/0')} is rank "
+                     f"{log.rank}'s 0/0)")
+    notes += [f"Also in the folder: {other.name}" + (f" (rank {other.rank})"
+                                                    if other.rank is not None else "")
+              for other in others]
+    if log.torch_version is None:
+        notes.append(f"{log.name} does not say which torch wrote it (no torch_version "
                      "entry: older torch did not write one)")
-    if chosen.skipped_lines:
-        notes.append(f"{chosen.skipped_lines} lines of {chosen.name} were not trace entries "
+    if log.skipped_lines:
+        notes.append(f"{log.skipped_lines} lines of {log.name} were not trace entries "
                      "and were skipped")
-    if chosen.unread:
-        notes.append(f"Entries of {chosen.name} torchbolt does not read (tlparse shows some of "
+    if log.unread:
+        notes.append(f"Entries of {log.name} torchbolt does not read (tlparse shows some of "
                      "them): " + ", ".join(f"{name} ×{count}"
-                                           for name, count in chosen.unread.most_common()))
+                                           for name, count in log.unread.most_common()))
     records = [{"name": "environment", "compile_id": None, "t": 0, "meta": environment,
-                "payload": None}, *chosen.records,
+                "payload": None}, *log.records,
                *({"name": "note", "compile_id": None, "t": 0, "meta": {"text": note},
                   "payload": None} for note in notes)]
-    result = build_result(records, user_file_of(chosen.records), {"options": {}})
-    result["trace_unread"] = dict(chosen.unread)
+    result = build_result(records, user_file_of(log.records), {"options": {}})
+    result["trace_unread"] = dict(log.unread)
     restarted = [c for c in result["compiles"] if c["restarts"]]
     if restarted:  # the page shows them in each compile's metrics only
         result["notes"].append(
