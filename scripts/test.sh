@@ -27,7 +27,7 @@ ENGINE_TESTS=(tests/test_engine_gallery.py tests/test_lesson_claims.py tests/tes
               tests/test_reference_corpus.py tests/test_calls_truth.py
               tests/test_trace_import_tlparse.py tests/test_missing_stages.py
               tests/test_runtime_wrappers.py tests/test_break_registry.py tests/test_option_names.py
-              tests/test_compiled_autograd.py
+              tests/test_compiled_autograd.py tests/test_precompile.py tests/test_triton_glir.py
               --deselect tests/test_engine_errors.py::test_jobs_in_standby_interpreters_give_the_same_results
               --deselect tests/test_cli.py::test_the_build_cache_is_reused_and_hides_no_stage)
 . scripts/second_torch.sh

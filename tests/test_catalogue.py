@@ -45,7 +45,10 @@ def test_every_stage_a_result_holds_is_in_the_catalogue_with_its_title(gallery_r
                 for name, artifact in program["stages"].items():
                     assert STAGES[name]["field"] == field and artifact["title"] == STAGES[name]["title"]
                     seen.add(name)
-    cpu_stages = {n for n in STAGES if not n.startswith("triton_")} - {"aot_joint"}
+    # precompile_source: no gallery example precompiles (torch 2.13 has no precompile); it is
+    # held by tests/test_precompile.py
+    cpu_stages = {n for n in STAGES if not n.startswith("triton_")} - {"aot_joint",
+                                                                     "precompile_source"}
     assert cpu_stages <= seen, cpu_stages - seen
 
 

@@ -1,5 +1,7 @@
-"""Stages `triton_ttir`, `triton_ttgir`, `triton_llir`, `triton_ptx`, `triton_sass`: each Triton
-kernel's lowering, one section per kernel; and the launch metadata of the compile's kernels.
+"""Stages `triton_glir`, `triton_ttir`, `triton_ttgir`, `triton_llir`, `triton_ptx`, `triton_sass`:
+each Triton kernel's lowering, one section per kernel; and the launch metadata of the compile's
+kernels. A stage holds the kernels Triton wrote it for: `glir` only Gluon kernels' (Triton 3.9
+lowers a `@gluon.jit` kernel from its Gluon IR to TTGIR, with no TTIR), the others every kernel's.
 
 Sources: `triton_kernel` records (kernels that ran on this job's GPU, see
 `compiler_core.runtime.gpu.triton_kernels`), else the `gpu_preview` record (kernels compiled for a virtual GPU
@@ -22,7 +24,8 @@ from .spec import LIST, TEXT, Feature, Part, Stage, record
 SPECS = tuple(
     Stage(f"triton_{suffix}", title, title, language,
           records=("triton_kernel", "gpu_preview") if suffix == "ttir" else ())
-    for suffix, title, language in (("ttir", "Triton IR (TTIR)", "mlir"),
+    for suffix, title, language in (("glir", "Gluon IR (GLIR)", "mlir"),
+                                    ("ttir", "Triton IR (TTIR)", "mlir"),
                                     ("ttgir", "Triton GPU IR (TTGIR)", "mlir"),
                                     ("llir", "LLVM IR", "llvm"), ("ptx", "PTX", "ptx"),
                                     ("sass", "SASS", "sass")))

@@ -1,7 +1,9 @@
 """Triton kernels as compiled: their lowering stages and launch metadata (worker child side).
 
 Each job has its own Triton and Inductor cache directories (set per job by the worker), where
-Triton writes one folder per compiled kernel: `NAME.source .ttir .ttgir .llir .ptx .cubin .json`.
+Triton writes one folder per compiled kernel: `NAME.source .ttir .ttgir .llir .ptx .cubin .json`
+(a Gluon kernel, `@gluon.jit`: `.glir`, its Gluon IR, in place of `.ttir` from Triton 3.9 on;
+Triton 3.8 writes no Gluon IR, its first stage being the TTGIR the Gluon passes make).
 After the script ran, every Inductor Triton kernel (a `CachingAutotuner` in a loaded output module)
 is matched to the folder of the config it launches with, and one `triton_kernel` record carries its
 texts, SASS (disassembled with the `nvdisasm` Triton ships) and launch metadata. Autotuning is
@@ -25,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..session import CaptureSession
 
-IR_SUFFIXES = ("source", "ttir", "ttgir", "llir", "ptx")
+IR_SUFFIXES = ("source", "glir", "ttir", "ttgir", "llir", "ptx")
 SASS_ADDRESS = re.compile(r"/\*(?P<address>[0-9a-f]{4,})\*/")
 SASS_FILE_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 RESOURCE_USAGE = re.compile(r"REG:(?P<regs>\d+) STACK:(?P<stack>\d+) SHARED:(?P<shared>\d+) "
