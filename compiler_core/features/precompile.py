@@ -17,7 +17,7 @@ from __future__ import annotations
 from .spec import TEXT, Feature, Part, payload_stage, record
 
 STAGE = "precompile_source"
-SPECS = (payload_stage(STAGE, "Precompiled source (torch.compiler.precompile)",
+SPECS = (payload_stage(STAGE, "Precompiled source",
                        "torch.compiler.precompile: the standalone generated source (python_code)",
                        "precompile_source", graph=False),)
 # What a script that uses the API raises where this torch lacks it, and why, in words.
