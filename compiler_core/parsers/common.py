@@ -9,7 +9,9 @@ highlighting, linking and diffs work the same for every stage (Compiler Explorer
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
+TEXTS_KEPT = 32  # texts whose line map is kept (`fx_src_lines`): a compile's stages and more
 TRACEBACK_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
 
@@ -89,6 +91,11 @@ def fx_file_comment(line: str) -> tuple[str, int] | None:
 
 def fx_src_lines(text: str, user_file: str) -> list[int | None]:
     """For FX code: each line inherits the user line of the `# File:` comment above it."""
+    return list(_fx_src_lines(text, user_file))
+
+
+@lru_cache(maxsize=TEXTS_KEPT)  # a recompile that Inductor's caches answer logs the same texts
+def _fx_src_lines(text: str, user_file: str) -> tuple[int | None, ...]:
     current, out = None, []
     for line in text.split("\n"):
         found = fx_file_comment(line)
@@ -97,7 +104,7 @@ def fx_src_lines(text: str, user_file: str) -> list[int | None]:
         elif not line.strip():
             current = None
         out.append(current)
-    return out
+    return tuple(out)
 
 
 def user_lines(text: str, user_file: str) -> list[int]:

@@ -8,7 +8,11 @@ name on hover and in copies.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
+# The last few texts' names are kept: a recompile that Inductor's caches answer logs the same
+# graphs and code again.
+TEXTS_KEPT = 32
 # `l_<local>_` then `modules_`/`parameters_`/`buffers_` segments; \b: a whole identifier only.
 SOURCE_NAME = re.compile(r"\bl_\w*?_(?:modules|parameters|buffers)_\w+\b")
 SEGMENT = re.compile(r"_(?:modules|parameters|buffers)_")
@@ -27,12 +31,17 @@ def short_name(name: str) -> str | None:
 
 def short_names(text: str) -> dict[str, str]:
     """Full name -> short name, for each Dynamo attribute name in `text`."""
+    return dict(_short_names(text))
+
+
+@lru_cache(maxsize=TEXTS_KEPT)
+def _short_names(text: str) -> tuple[tuple[str, str], ...]:
     found = {}
     for match in SEARCH_NAME.finditer(text):
         name = match[0]
         if name not in found and (short := short_name(name)) is not None:
             found[name] = short
-    return found
+    return tuple(found.items())
 
 
 def annotate(stages: dict[str, dict]) -> None:

@@ -125,6 +125,7 @@ class WrittenJSON:
 
 class MadeView(NamedTuple):
     view: WrittenJSON
+    compile_id: str
     engine: str
     items: int
     most: tuple[int, str]  # the dot budget it was laid out within
@@ -146,8 +147,7 @@ def graph_views(result: dict) -> dict:
         earlier = made.get(inputs)
         if earlier and _budget_says(earlier.items, earlier.most) == _budget_says(earlier.items,
                                                                                  most):
-            view = json.loads(earlier.view.read())
-            view["compile_id"] = compiled["id"]
+            text = _renamed(earlier.view.read(), earlier.compile_id, compiled["id"])
             engine, items = earlier.engine, earlier.items
         else:
             try:
@@ -155,14 +155,23 @@ def graph_views(result: dict) -> dict:
                                   dot_most=most)
             except ValueError:  # MalformedResult, GraphTooLarge: the report goes without it
                 continue
+            text = _html_safe(json.dumps(view, sort_keys=True))
             engine, items = view["engine"], len(view["nodes"])
-        written = WrittenJSON(spool, _html_safe(json.dumps(view, sort_keys=True)))
+        written = WrittenJSON(spool, text)
         views[f"{compiled['id']} {stage}"] = written
         if inputs is not None:
-            made[inputs] = MadeView(written, engine, items, most)
+            made[inputs] = MadeView(written, compiled["id"], engine, items, most)
         if engine == "dot":
             left -= items
     return views
+
+
+def _renamed(text: str, old: str, new: str) -> str:
+    """A view's JSON with another compile id. Its keys are sorted: only `boxes` comes before
+    `compile_id`, and no key in it is named so; inside a string a quote is escaped (`\\"`), so
+    the first `"compile_id": ` is the view's own."""
+    key = '"compile_id": '
+    return text.replace(key + _html_safe(json.dumps(old)), key + _html_safe(json.dumps(new)), 1)
 
 
 def _budget_says(items: int, most: tuple[int, str]) -> str:
