@@ -189,13 +189,23 @@ def fx_nodes(text: str, src_lines: list) -> list[dict]:
 
 
 def stage_nodes(artifact: dict) -> list[dict]:
-    """Node rows of a graph stage: the engine's table for Dynamo, else parsed from the text."""
+    """Node rows of a graph stage: the engine's table for Dynamo, else parsed from the text
+    (shared where the stage has no module stacks: callers read the rows, never change them)."""
     if artifact.get("nodes"):
         return [{"modules": [], **node, "id": node["name"], "graph": ""}
                 for node in artifact["nodes"]]
     modules = artifact.get("modules") or {}
+    if not modules:  # no module stacks (a log's graphs): kept with the parse, shared like its rows
+        return _bare_rows(artifact["text"], artifact.get("src_lines") or [])
     rows = []
     for row in fx_nodes(artifact["text"], artifact.get("src_lines") or []):
         stack = modules.get(row["id"], [])
         rows.append({**row, "modules": stack, "module": stack[-1][0] if stack else None})
     return rows
+
+
+def _bare_rows(text: str, src_lines: list) -> list[dict]:
+    kept = _kept_parse(text, src_lines)
+    if kept.get("bare") is None:
+        kept["bare"] = [{**row, "modules": [], "module": None} for row in fx_nodes(text, src_lines)]
+    return kept["bare"]
