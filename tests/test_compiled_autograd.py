@@ -84,7 +84,8 @@ def test_dynamos_compile_of_that_graph_is_one_compile_with_all_its_stages(galler
 
 def test_the_traced_graph_names_the_line_whose_backward_traced_it(gallery_results):
     """`!0` has no frame (the page names it by its stage); its line is `loss.backward()`'s, which
-    Dynamo's compile of that graph names (it starts inside the same backward call)."""
+    Dynamo's compile of that graph names (it starts inside the same backward call), whose frame
+    is the graph module's forward."""
     compiles = gallery_results["compiled_autograd"]["compiles"]
     traced = next(c for c in compiles if c["id"] == "!0")
     (compiled,) = [c for c in compiles if c["id"].startswith("!0/")]
@@ -92,3 +93,5 @@ def test_the_traced_graph_names_the_line_whose_backward_traced_it(gallery_result
                 if text.strip() == "loss.backward()")
     assert traced["frame"]["name"] is None
     assert traced["user_line"] == compiled["user_line"] == line
+    graph_class = re.match(r"class (\w+)", traced["stages"]["compiled_autograd_graph"]["text"])[1]
+    assert compiled["frame"]["qualname"] == f"{graph_class}.forward"  # not a bare `forward`
