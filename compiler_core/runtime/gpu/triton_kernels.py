@@ -201,7 +201,7 @@ def collect(session: CaptureSession):
         if id(autotuner) in session.kernels_before or not autotuner.launchers:
             continue
         module_file = owner.get(id(autotuner))
-        compile_id = session.output_modules.get(module_file) or _compile_id(autotuner)
+        compile_id = session.output_modules.get(module_file) or _compile_id(session, autotuner)
         if compile_id is None:
             unplaced += 1
         else:
@@ -229,9 +229,10 @@ def collect(session: CaptureSession):
     return write_records
 
 
-def _compile_id(autotuner) -> str | None:
+def _compile_id(session: CaptureSession, autotuner) -> str | None:
+    """The result's id of the compile that made the kernel (PyTorch's starts again on a reset)."""
     compile_id = getattr(autotuner, "compile_id", None)
-    return str(compile_id) if compile_id is not None else None
+    return session.compile_ids.of(str(compile_id)) if compile_id is not None else None
 
 
 def record_autotuning(session: CaptureSession) -> None:
@@ -245,7 +246,8 @@ def record_autotuning(session: CaptureSession) -> None:
         timings = original(self, *args, **kwargs)
         if not session.recording:
             return timings
-        session.writer.emit("triton_autotune", _compile_id(self), None, name=self.fn.__name__,
+        session.writer.emit("triton_autotune", _compile_id(session, self), None,
+                            name=self.fn.__name__,
                             is_backward=bool(getattr(self, "is_backward", False)),
                             configs=[{"config": config_dict(launcher.config), "ms": ms,
                                       "registers": launcher.n_regs, "spills": launcher.n_spills}

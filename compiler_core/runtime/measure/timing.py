@@ -177,8 +177,9 @@ def per_kernel(calls: dict, device: Device, e2e: dict, launches: dict,
 class CallTiming:
     """One recorded call's timing, built in steps (`STEPS`, see `measure_all`)."""
 
-    def __init__(self, entry, call, device: Device, real_compile) -> None:
+    def __init__(self, entry, call, device: Device, real_compile, compile_id) -> None:
         self.entry, self.device, self.real_compile = entry, device, real_compile
+        self.compile_id = compile_id  # PyTorch's compile id -> the result's (a reset's)
         self.replay = Replay(call)
         self.phases = Phases()
 
@@ -225,8 +226,13 @@ class CallTiming:
 
     def kernels(self) -> None:
         with self.phases.timed("kernels"), self.replay.grad_context():
-            self.kernel_rows, self.replayed = per_kernel(
+            self.kernel_rows, regions = per_kernel(
                 self.calls, self.device, self.e2e, self.launches, self.alone_us)
+        # The profiler's regions are named by PyTorch's ids, which start again after a reset
+        self.replayed = [self.compile_id(region) for region in regions]
+        for unit in (u for units in self.kernel_rows["units"].values() for u in units):
+            if unit.get("graph"):
+                unit["graph"] = self.compile_id(unit["graph"])
 
     def record(self) -> dict:
         device, e2e, kernels = self.device, self.e2e, self.kernel_rows
@@ -336,7 +342,7 @@ def measure_all(recorder, session, device_kind: str, before_timed=None,
     device = Device(device_kind)
     deadline = time.monotonic() + TOTAL_BUDGET_S
     timings = [({"callable": entry.index, "name": entry.name, "arguments": list(signature)},
-                CallTiming(entry, call, device, recorder.real_compile))
+                CallTiming(entry, call, device, recorder.real_compile, session.compile_ids.of))
                for entry in recorder.callables
                for signature, call in zip(entry.signatures, entry.calls)]
     errors: dict[int, str] = {}
