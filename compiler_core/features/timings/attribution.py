@@ -45,23 +45,35 @@ PROFILED_AS = re.compile(r'(?:RECORD_FUNCTION|RAIIAtenRecordFunctionHandle \w+)\
 
 
 def graph_key(name: str, compile_id: str, backward: bool) -> str:
-    """A GPU launch's row key: its name in its graph (`triton_poi_fused_add_0 (1/0)`), so that
-    kernels of one name in two graphs, or in a forward and its backward, are rows of their own."""
+    """A row key of a GPU launch or a library call: its name in its graph
+    (`triton_poi_fused_add_0 (1/0)`, `aten::mm (0/0 backward)`), so that kernels of one name in
+    two graphs, or in a forward and its backward, are rows of their own."""
     return f"{name} ({compile_id}{' backward' if backward else ''})"
 
 
 def unit_key(unit: dict) -> str:
-    """A compiled unit's row key: a C++ kernel's range name, a GPU launch's `graph_key`."""
-    name = unit.get("profiled_as", unit["name"])
+    """A compiled unit's row key: a C++ kernel's range name (its graph's), else the
+    `graph_key` of a unit the profile places in a graph."""
+    if "profiled_as" in unit:
+        return unit["profiled_as"]
+    name = unit["name"]
     return graph_key(name, unit["graph"], bool(unit.get("backward"))) if unit.get("graph") else name
+
+
+def library_op(kernel: dict) -> str:
+    """The ATen op a library call or fallback is profiled as: `extern_kernels.mm` as `aten::mm`."""
+    return "aten::" + kernel["name"].rsplit(".", 1)[-1]
 
 
 def profile_name(kernel: dict, by_graph: bool) -> str:
     """A kernel's row key as its profile names it: library calls are profiled as their ATen op,
-    C++ kernels under the range their source opens, Triton kernels by their graph where the
-    profile tells the graphs apart (`by_graph`: a GPU profile's launches carry their compile)."""
+    C++ kernels under the range their source opens, library calls and Triton kernels by their
+    graph where the profile tells the graphs apart (`by_graph`: its compiled units carry their
+    compile)."""
     if kernel["kind"] in ("extern", "fallback"):
-        return "aten::" + kernel["name"].rsplit(".", 1)[-1]
+        name = library_op(kernel)
+        return graph_key(name, kernel["compile"], kernel.get("graph") == "backward") if by_graph \
+            else name
     if kernel["kind"] == "triton" and by_graph:
         return graph_key(kernel["name"], kernel["compile"], kernel.get("graph") == "backward")
     profiled = PROFILED_AS.search(kernel.get("source") or "")
@@ -135,7 +147,7 @@ def kernel_rows(rows: Rows, kernels: list[dict], by_graph: bool) -> Owners:
             holders[(kernel["compile"], node)] = holders.get((kernel["compile"], node), 0) + 1
     for kernel in kernels:
         name, compile_id = profile_name(kernel, by_graph), kernel["compile"]
-        shown = name if kernel["kind"] in ("extern", "fallback") else kernel["name"]
+        shown = library_op(kernel) if kernel["kind"] in ("extern", "fallback") else kernel["name"]
         row = rows.row(name, kernel["kind"], shown, source=[], lines=[], recomputed=[])
         row["source"].append({"compile": compile_id, "name": kernel["name"],
                               "graph": kernel.get("graph")})
@@ -208,8 +220,8 @@ def assign_eager(rows: Rows, units: list[dict], nodes: list[tuple],
         on_lines = list(dict.fromkeys(
             name for compile_id, _, line in its_nodes
             for name in owners.backward_lines.get((compile_id, line), [])))
-        held_by = owners.backward.get(op_key(unit["name"]), []) + (  # or the same library op
-            [unit["name"]] if unit["name"] in rows.rows else [])
+        of_op = owners.backward.get(op_key(unit["name"]), [])
+        held_by = of_op + [key for key in backward_calls(rows, unit["name"]) if key not in of_op]
         if on_lines:  # of those, the kernels holding a node of its op where there are some
             give(unit, unit["us"], [k for k in on_lines if k in held_by] or on_lines,
                  its_nodes[0][1] if len(its_nodes) == 1 else None, "backward line")
@@ -220,10 +232,16 @@ def assign_eager(rows: Rows, units: list[dict], nodes: list[tuple],
     return still
 
 
-def compiled_time(rows: Rows, units: list[dict]) -> tuple[dict[str, float], dict[str, dict]]:
-    """Each compiled unit's time onto its kernel's row; the time of units no row holds, and the
-    CUDA graph replays (a unit holding the kernels it ran, `inside`), by row key."""
-    compiled: dict[str, float] = {}
+def backward_calls(rows: Rows, op: str) -> list[str]:
+    """The rows of a backward graph's library calls of `op` (`aten::mm`), one per graph."""
+    return [key for key, row in rows.rows.items() if row["kernel"] == op
+            and any(source.get("graph") == "backward" for source in row.get("source") or [])]
+
+
+def compiled_time(rows: Rows, units: list[dict]) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Each compiled unit's time onto its kernel's row; the units no row holds (name and time),
+    and the CUDA graph replays (a unit holding the kernels it ran, `inside`), by row key."""
+    compiled: dict[str, dict] = {}
     replays: dict[str, dict] = {}
     for unit in units:
         key = unit_key(unit)
@@ -235,7 +253,7 @@ def compiled_time(rows: Rows, units: list[dict]) -> tuple[dict[str, float], dict
         elif key in rows.rows:
             rows.rows[key]["compiled_us"] += unit["us"]
         else:
-            compiled[key] = compiled.get(key, 0.0) + unit["us"]
+            compiled.setdefault(key, {"name": unit["name"], "us": 0.0})["us"] += unit["us"]
     return compiled, replays
 
 
@@ -269,14 +287,14 @@ def replay_row(rows: Rows, key: str, unit: dict) -> None:
                 row["eager_ops"].append({k: v for k, v in op.items() if k != "shared"})
 
 
-def leftover_rows(rows: Rows, compiled: dict[str, float], eager_left: list[dict]) -> None:
+def leftover_rows(rows: Rows, compiled: dict[str, dict], eager_left: list[dict]) -> None:
     """Compiled work no kernel of the graphs accounts for: paired by name with eager work
     left over (the same op run outside the graphs on both sides), else compiled only; the eager
     work left, one row."""
-    for name, us in compiled.items():
-        same = [u for u in eager_left if u["name"] == name]
-        row = rows.row(name, "both sides" if same else "compiled only")
-        row["compiled_us"] += us
+    for key, work in compiled.items():
+        same = [u for u in eager_left if u["name"] == work["name"]]
+        row = rows.row(key, "both sides" if same else "compiled only", work["name"])
+        row["compiled_us"] += work["us"]
         for unit in same:
             rows.add_eager(row, unit["name"], unit.get("node"), unit["us"])
             eager_left.remove(unit)

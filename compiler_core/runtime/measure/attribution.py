@@ -72,6 +72,8 @@ def per_call(units: list[tuple], calls: int) -> list[dict]:
 
 
 BACKWARD_RANGE = "autograd::engine::evaluate_function: "
+# Dynamo's profiler range around each compiled graph it runs, named by the graph's compile id.
+REGION = "Torch-Compiled Region: "
 
 
 def _node(backward_range: str) -> str:
@@ -119,15 +121,36 @@ def cpu_units(events, calls: int, name_of, busy) -> list[dict]:
     units = [(event.time_range.start, name_of(event), inclusive(event), event) for event in events
              if busy(name_of(event)) and top_level(event)]
     units.sort(key=lambda unit: unit[0])
-    return per_call([(name, us, {"recorded": _recorded(event), "profiled_as": event.name,
-                                 "backward_of": _backward_of(ranges),
-                                 "backward": _node(ranges[0].name) if ranges else None})
-                     for _, name, us, event in units if us > 0
-                     for ranges in [_backward_ranges(event)]], calls)
+    graph_of = _graphs_by_sequence_number(events)
+    out = []
+    for _, name, us, event in units:
+        if us <= 0:
+            continue
+        ranges = _backward_ranges(event)
+        backward_of = _backward_of(ranges)
+        out.append((name, us, {"recorded": _recorded(event), "profiled_as": event.name,
+                               "backward_of": backward_of,
+                               "backward": _node(ranges[0].name) if ranges else None,
+                               "graph": _region(event) or graph_of.get(backward_of)}))
+    return per_call(out, calls)
 
 
-# Dynamo's profiler range around each compiled graph it runs, named by the graph's compile id.
-REGION = "Torch-Compiled Region: "
+def _region(event) -> str | None:
+    """The compile id of the Dynamo region a CPU event ran in, if any."""
+    while event is not None:
+        if event.name.startswith(REGION):
+            return event.name[len(REGION):]
+        event = event.cpu_parent
+    return None
+
+
+def _graphs_by_sequence_number(events) -> dict[int, str]:
+    """Sequence number -> the Dynamo region whose op recorded it (a compiled graph's
+    `CompiledFunction`: its backward's ops carry that number, outside any region)."""
+    return {event.sequence_nr: region for event in events if event.sequence_nr >= 0
+            for region in [_region(event)] if region}
+
+
 GRAPH_LAUNCHES = ("cudaGraphLaunch", "cudaGraphLaunch_v10000")  # the runtime's graph replays
 
 
@@ -190,7 +213,7 @@ def _unit_of(e: dict, walked: dict, graph_launch: dict | None) -> tuple:
     top = walked[op["args"]["External id"]]
     return (("op", op["args"]["External id"]), op["ts"], op["name"],
             {"recorded": top["recorded"], "backward_of": top["backward_of"],
-             "backward": top["backward"]})
+             "backward": top["backward"], "graph": top["graph"]})
 
 
 def cuda_units(trace_events: list[dict], calls: int, skip: str) -> list[dict]:

@@ -1,0 +1,63 @@
+"""Kernel attribution across graphs (issue 44): the compiles a timing ran are named as the result
+names them (after `torch._dynamo.reset()`, '[reset 1] 0/0', compiler_core/compile_ids.py), and
+a library call in two graphs is a row per graph, as a generated kernel is.
+"""
+
+from __future__ import annotations
+
+RESET = """import torch
+
+
+def f(x):
+    return torch.sin(x) + 1
+
+
+def g(x):
+    return torch.cos(x) * 2
+
+
+x = torch.randn(8)
+torch.compile(f)(x)
+torch._dynamo.reset()
+torch.compile(g)(x)
+"""
+
+
+def test_a_timing_after_a_reset_names_the_compiles_it_ran_as_the_result_does(kept_runs):
+    """g compiled after the reset is '[reset 1] 0/0': its timing replayed that compile (PyTorch
+    calls it 0/0), compiled nothing while timing, and its cos kernel holds eager's aten::cos."""
+    _, quiet = kept_runs(RESET, "reset_timing.py")
+    ids = [c["id"] for c in quiet["compiles"]]
+    assert ids == ["0/0", "[reset 1] 0/0"], ids
+    (timing,) = [t for t in quiet["timings"] if t["name"] == "g"]
+    assert timing["replayed"] == ["[reset 1] 0/0"]
+    assert "compiled_while_timing" not in timing
+    (row,) = [r for r in timing["attribution"]["rows"]
+              if any(op["op"] == "aten::cos" for op in r["eager_ops"])]
+    assert row["kind"] == "cpp" and row["source"][0]["compile"] == "[reset 1] 0/0"
+
+
+MATMUL_TWICE = """import torch
+
+
+def f(x, w):
+    y = x @ w
+    print("a graph break")
+    return y @ w
+
+
+torch.compile(f)(torch.randn(8, 8), torch.randn(8, 8))
+"""
+
+
+def test_a_library_call_in_two_graphs_is_a_row_per_graph(kept_runs):
+    """Both graphs of the break call `extern_kernels.mm` (profiled as aten::mm in each graph's
+    Dynamo region): a row each, with its own compile, eager op and time."""
+    _, quiet = kept_runs(MATMUL_TWICE, "matmul_twice.py")
+    (timing,) = quiet["timings"]
+    rows = [r for r in timing["attribution"]["rows"] if r["kernel"] == "aten::mm"]
+    assert len(rows) == 2, timing["attribution"]["rows"]
+    assert sorted(r["source"][0]["compile"] for r in rows) == ["0/0", "1/0"]
+    for row in rows:
+        assert len(row["source"]) == 1 and row["compiled_us"] > 0
+        assert [op["op"] for op in row["eager_ops"]] == ["aten::matmul"]
