@@ -1,7 +1,7 @@
 """Kernel attribution on real GPU profiles (issue 44), on a CPU: jobs recorded on an H100
-(torch 2.11) by `bench/attribution_record.py` (`tests/data/attribution_gpu/`: each job's records
-and the Chrome traces of the profiles its timings took), their results rebuilt here with the
-profiles' units made again from those traces by today's `cuda_units`; and their figures against
+(torch 2.11) by `tests/record_attribution_gpu.py` (`tests/data/attribution_gpu/`: each job's
+records and the Chrome traces of the profiles its timings took), their results rebuilt here with
+the profiles' units made again from those traces by today's `cuda_units`; and their figures against
 `bench/attribution_reference.py`'s plain profiler loop (key_averages, another process, the same
 machine and session).
 """

@@ -1,5 +1,6 @@
 """Records real GPU profiles for the attribution tests (issue 44):
-`python bench/attribution_record.py OUT_DIR SCRIPT...` (on a GPU host).
+`python tests/record_attribution_gpu.py OUT_DIR SCRIPT...` (on a GPU host; in tests/, not
+bench/, as it reaches into the job process (`runtime/`), which only the tests may).
 
 Each SCRIPT runs as a torchbolt job in a process of its own (the job process's own `run_job`,
 device cuda), and leaves in OUT_DIR:
