@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 # Both suites run whatever the first one's outcome (a failure in the main suite once hid the second
 # torch's tests); the script fails if either failed, pytest's exit 5 (no tests) included.
 main_rc=0
-"$PROJECT_PYTHON" -m pytest tests -q -p no:cacheprovider "$@" || main_rc=$?
+# --durations=30: each log lists its 30 slowest steps (bench/results/suite_durations.txt keeps
+# a measured before/after with the load it ran under).
+"$PROJECT_PYTHON" -m pytest tests -q -p no:cacheprovider --durations=30 "$@" || main_rc=$?
 # The page's pure modules (diff, layout, stages, recompiles, paths): Node's own test runner.
 echo "== the page's unit tests (node --test tests/js/*.test.mjs)"
 node_rc=0
