@@ -63,7 +63,7 @@ def timing_entry(meta: dict, run) -> dict:
     if not isinstance(kernels, dict) or "units" not in kernels:
         return entry
     entry["kernels"] = {k: v for k, v in kernels.items() if k not in ("units", "units_s")}
-    entry["attribution"] = attribute(meta, run.compiles, run.user_file)
+    entry["attribution"] = attribute(meta, run.compiles)
     if unrecorded and "rows" in entry["attribution"]:
         entry["attribution"]["compiled_while_timing"] = unrecorded
     return entry

@@ -80,8 +80,7 @@ def profile_name(kernel: dict, by_graph: bool) -> str:
     return profiled["name"] if profiled else kernel["name"]
 
 
-def replayed_kernels(entry: dict, compiles: list[dict],
-                     user_file: str) -> tuple[list[dict], list[tuple]]:
+def replayed_kernels(entry: dict, compiles: list[dict]) -> tuple[list[dict], list[tuple]]:
     """The kernels of the graphs the timed compiled call ran (backward graphs only where it ran
     a backward), each with its compile id; and those graphs' Dynamo nodes with their ops."""
     by_id = {c.get("id"): c for c in compiles}
@@ -92,7 +91,7 @@ def replayed_kernels(entry: dict, compiles: list[dict],
             continue
         stages = compiled.get("stages", {})
         nodes += [(compile_id, node, op, line) for node, op, line in
-                  dynamo_nodes(stages.get("dynamo_graph", {}).get("text") or "", user_file)]
+                  dynamo_nodes(stages.get("dynamo_graph"))]
         ran = [k for k in compiled.get("kernels") or []
                if k.get("graph") != "backward" or entry.get("mode") == "forward+backward"]
         ran += fallback_kernels(stages.get("output_code", {}).get("text") or "")
@@ -304,7 +303,7 @@ def leftover_rows(rows: Rows, compiled: dict[str, dict], eager_left: list[dict])
             rows.add_eager(row, unit["name"], unit.get("node"), unit["us"])
 
 
-def attribute(entry: dict, compiles: list[dict], user_file: str) -> dict:
+def attribute(entry: dict, compiles: list[dict]) -> dict:
     """The attribution of a timing entry that holds its profiles' units (`kernels.units`)."""
     kernels = entry["kernels"]
     units, units_s = kernels["units"], kernels.get("units_s")
@@ -314,7 +313,7 @@ def attribute(entry: dict, compiles: list[dict], user_file: str) -> dict:
         return {"withheld": "The profiles are not a breakdown of the calls (" +
                 "; ".join(withheld) + "), so neither is an attribution of them."}
     rows = Rows()
-    replayed, nodes = replayed_kernels(entry, compiles, user_file)
+    replayed, nodes = replayed_kernels(entry, compiles)
     owners = kernel_rows(rows, replayed, any(u.get("graph") for u in units["compiled"]))
     compiled, replays = compiled_time(rows, units["compiled"])
     left = assign_eager(rows, units["eager"], nodes, owners)

@@ -1,5 +1,5 @@
-"""What the kernel attribution reads of a compile's texts (`attribution.py`): the op each Dynamo
-graph node calls, with its user line, and the ATen ops an output code calls itself; and the name
+"""What the kernel attribution reads of a compile (`attribution.py`): the op each Dynamo graph
+node calls, with its user line, and the ATen ops an output code calls itself; and the name
 both sides give an op (`op_key`), eager's profile (`aten::relu_`) and Dynamo's graph (`relu`).
 """
 
@@ -7,21 +7,14 @@ from __future__ import annotations
 
 import re
 
-OPERATORS = {"*": "mul", "+": "add", "-": "sub", "/": "div", "@": "matmul", "**": "pow",
-             "//": "floor_divide", "%": "remainder"}
+from ...parsers.fxgraph import stage_nodes
+
 ALIASES = {"iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div", "truediv": "div",
-           "floordiv": "floor_divide", "imatmul": "matmul"}
+           "floordiv": "floor_divide", "imatmul": "matmul", "mod": "remainder"}
 # Tensor methods an eager profile records as `aten::to` (`x.float()`; its `aten::_to_copy` inside)
 CASTS = {"float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char",
          "cpu", "cuda", "type"}
-NODE_LINE = re.compile(r'^\s+(?P<node>\w+)(?::\s*"[^"]*")?\s*=\s*(?P<expr>.*?)'
-                       r'(?:;\s+\w+(?:\s*=\s*\w+)*\s*=\s*None)?\s*$')
-CALL = re.compile(r"^(?P<callee>[\w.]+)\(")
-BINARY = re.compile(r"^[\w.]+ (?P<op>\*\*|//|[*+\-/@%]) [\w.]+$")
-# FX writes `operator.iadd(a, b)` as `a += b;  iadd = a`
-INPLACE = re.compile(r"^\s+[\w.]+ (?P<op>\*\*|//|[*+\-/@%])= [\w.]+;\s+(?P<node>\w+)")
 FALLBACK_CALL = re.compile(r"^[ \t]+\w+ = torch\.ops\.aten\.(?P<op>\w+)\.\w+\(", re.M)
-FILE_COMMENT = re.compile(r"^\s+# File: (?P<file>.*?):(?P<line>\d+) in ")
 SOURCE_NODES = re.compile(r"# Topologically Sorted Source Nodes: \[(?P<nodes>[^\[\]\n]*)\]")
 
 
@@ -32,34 +25,19 @@ def op_key(name: str) -> str:
     return name.rstrip("_") or name
 
 
-def node_op(expr: str) -> str | None:
-    """The op a Dynamo graph node calls, from its line's right-hand side."""
-    call = CALL.match(expr)
-    if call:
-        owner, _, method = call["callee"].rpartition(".")
-        return "to" if owner and method in CASTS else op_key(method)
-    binary = BINARY.match(expr)
-    return OPERATORS[binary["op"]] if binary else None
+def node_op(kind: str, target: str) -> str:
+    """The op a Dynamo graph node calls, from its node table's `op` and `target` (`sin`,
+    operator `mul`, method `float`, a compiled autograd graph's `mul.Tensor`)."""
+    return "to" if kind == "call_method" and target in CASTS else op_key(target.split(".")[0])
 
 
-def dynamo_nodes(text: str, user_file: str) -> list[tuple[str, str, int | None]]:
-    """(node, op, user line) of each call in a Dynamo graph's text, in graph order; the line
-    from the `# File:` comment above it, where that is the user's file."""
-    out, user_line = [], None
-    for line in text.splitlines():
-        comment = FILE_COMMENT.match(line)
-        if comment:
-            user_line = int(comment["line"]) if comment["file"] == user_file else None
-            continue
-        inplace = INPLACE.match(line)
-        if inplace:
-            out.append((inplace["node"], OPERATORS[inplace["op"]], user_line))
-            continue
-        match = NODE_LINE.match(line)
-        op = node_op(match["expr"]) if match else None
-        if op:
-            out.append((match["node"], op, user_line))
-    return out
+def dynamo_nodes(stage: dict) -> list[tuple[str, str, int | None]]:
+    """(node, op, user line) of each call in a Dynamo graph stage, in graph order, from the node
+    table the engine took from the live graph (`stage_nodes`)."""
+    if not stage:
+        return []
+    return [(row["name"], node_op(row["op"], row["target"]), row["line"])
+            for row in stage_nodes(stage) if row["op"] in ("call_function", "call_method")]
 
 
 def fallback_kernels(output_code: str) -> list[dict]:
