@@ -37,7 +37,8 @@ def headers(kernel: dict, comment: str) -> list[str]:
     return [line for line in (
         f"{comment} ===== {kernel['name']} ({kernel['kind']}{graph}) =====",
         kernel["nodes"] and f"{comment} nodes: {', '.join(kernel['nodes'])}",
-        kernel["lines"] and f"{comment} user lines: {', '.join(map(str, kernel['lines']))}") if line]
+        kernel["lines"] and f"{comment} user lines: {', '.join(map(str, kernel['lines']))}")
+        if line]
 
 
 def assert_each_kernel_under_its_header(compiled: dict, comment: str) -> None:
@@ -76,9 +77,9 @@ def test_a_kernel_lists_what_the_scheduler_fused_into_it_and_refused(gallery_res
     decisions = compiled["fusion"]["decisions"]
     listed = {k["name"]: k for k in compiled["stages"]["kernels"]["kernels"]}
     norm = next(k for name, k in listed.items() if "native_layer_norm" in name)
-    assert norm["fusion"]["fused"] and all(d["kernel"] == norm["name"]
-                                           for d in norm["fusion"]["fused"])
-    assert any("intermediate nodes" in d["reason"] for d in norm["fusion"]["refused"])
+    fused, refused = ([decisions[i] for i in norm["fusion"][side]] for side in ("fused", "refused"))
+    assert fused and all(d["fused"] and d["kernel"] == norm["name"] for d in fused)
+    assert any("intermediate nodes" in d["reason"] and not d["fused"] for d in refused)
     assert sum(len(k["fusion"]["fused"]) for k in listed.values()) == sum(
         d["fused"] for d in decisions)
 
