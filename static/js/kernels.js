@@ -15,14 +15,6 @@ function nodesText(nodes) {
   return nodes.length > 6 ? `${nodes.slice(0, 6).join(", ")} … (${nodes.length})` : nodes.join(", ");
 }
 
-// The fusion decisions that concern one kernel: those that fused into it, and the refusals
-// with one of their nodes in it (on the CPU both nodes can end in one C++ kernel, as loops).
-export function fusionOf(fusion, kernel) {
-  const mine = (fusion?.decisions ?? []).filter((d) => d.graph === kernel.graph);
-  return { fused: mine.filter((d) => d.fused && d.kernel === kernel.name),
-           refused: mine.filter((d) => !d.fused && d.kernels.includes(kernel.name)) };
-}
-
 function lineButtons(lines, onUserLine) {
   return lines.map((line) => h("button", { class: "link user-line", title: `Select line ${line}`,
                                           onclick: () => onUserLine(line) }, String(line)));
