@@ -148,3 +148,25 @@ def test_equal_graph_texts_of_two_compiles_share_one_parse(encoder_log, monkeypa
                         or parse(text, lines))
     first, second = (fxgraph.fx_nodes(text, stage["src_lines"]) for text in copies)
     assert len(parses) == 1 and first == second and len(first) > 10
+
+
+def test_the_boot_data_is_written_a_stage_at_a_time(encoder_log):
+    """The report's boot data is jinja's `tojson` of it, written in parts: no part is held
+    whole larger than a stage's JSON (a compile's whole, written at once, held the largest
+    compile at the peak)."""
+    from compiler_core.present.static_html import STREAMED_LEVELS, _html_safe, _write_json
+    result = trace_result({encoder_log.name: encoder_log})
+    boot = {"share": {"result": result}}
+    largest = max(len(json.dumps(c)) for c in result["compiles"])
+    written = io.StringIO()
+    _write_json(written, boot, STREAMED_LEVELS)  # as write_report: boot > share > result
+    assert written.getvalue() == _html_safe(json.dumps(boot, sort_keys=True))
+    parts = []
+    tracemalloc.start()
+    try:
+        _write_json(type("Sizes", (), {"write": lambda self, s: parts.append(len(s))})(), boot,
+                    STREAMED_LEVELS)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert max(parts) < largest // 2 and peak < largest, (max(parts), peak, largest)

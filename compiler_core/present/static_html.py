@@ -50,7 +50,8 @@ DOT_REPORT_SECONDS = 30.0
 BOOT_MARK = "torchbolt report boot data"  # where the template's boot data goes, streamed
 # What jinja's `tojson` escapes, that JSON in a <script> cannot end it (htmlsafe_json_dumps)
 HTML_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027"))
-STREAMED_LEVELS = 5  # boot > share > result > compiles > a compile: one compile's JSON at most
+STREAMED_LEVELS = 7  # boot > share > result > compiles > a compile > stages > a stage: one
+# stage's JSON at most (a compile's whole, 5 levels, held 11 MiB more at a 20.9 MB log's peak)
 MIME = {".js": "text/javascript", ".woff2": "font/woff2", ".svg": "image/svg+xml"}
 
 
