@@ -94,7 +94,6 @@ class BrokerManager(JobManager):
         self.broker, self.local_slots = broker, local_slots
         self._following: dict[str, FollowedRun] = {}  # run id -> the run this server follows
         self._closed = threading.Event()
-        self._admitted: tuple[str, str] | None = None  # the last admitted (client, lease id)
 
     def start(self) -> "BrokerManager":
         threading.Thread(target=self._follow, daemon=True, name="torchbolt-follower").start()
@@ -141,15 +140,14 @@ class BrokerManager(JobManager):
         lease_id = uuid.uuid4().hex
         if not self.broker.acquire_lease(client, lease_id, self.per_client):
             raise limit_reached(self.per_client)
-        self._admitted = (client, lease_id)  # the submit's lease, until `enqueue` queues it
         return lease_id
 
-    def enqueue(self, key, source, options, client, env_id) -> Run:
+    def enqueue(self, key, source, options, client, env_id, job_id) -> Run:
         try:
             run_id, position = self.broker.start_run(key, source, options.to_dict(), env_id,
                                                      client, self.max_queued)
         except QueueRefused as refused:  # compiler_core/fairness.py's admission, in Redis
-            self.broker.release_leases([self._admitted])  # (`submit` holds the lock throughout)
+            self.broker.release_leases([(client, job_id)])  # the lease `admit` took
             raise ApiError(refused.status, refused.message, headers={"Retry-After": "30"}) \
                 from None
         run = self._watch(run_id, key, source, options, env_id)

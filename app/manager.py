@@ -148,7 +148,8 @@ class JobManager:
                     return self.add(Handle(run, client))
             job_id = self.admit(client)
             if run is None:
-                run = self._active[key] = self.enqueue(key, source, options, client, env_id)
+                run = self._active[key] = self.enqueue(key, source, options, client, env_id,
+                                                       job_id)
             return self.add(Handle(run, client, job_id))
 
     # -- the steps of a submit (app/broker.py replaces these)
@@ -168,7 +169,7 @@ class JobManager:
             raise ApiError(400, f"unknown environment {requested!r}; GET /api/status lists them")
         if pool is None or pool is self._pools[0]:
             return requested, self.engine
-        engine = {"torch": pool.environment["torch"], "result": json.loads(self.engine)["result"]}
+        engine = {**json.loads(self.engine), "torch": pool.environment["torch"]}
         return requested, json.dumps(engine, sort_keys=True)  # engine_version's, in its torch
 
     def _pool(self, env_id: str | None) -> Pool | None:
@@ -183,8 +184,9 @@ class JobManager:
         return None if run is None or run.job.cancelled else run  # being cancelled: start afresh
 
     def enqueue(self, key: str, source: str, options: Options, client: str,
-                env_id: str | None) -> Run:
-        """A new run of `key`, queued for `client`'s turn (told `queued` with its place)."""
+                env_id: str | None, job_id: str) -> Run:
+        """A new run of `key`, queued for `client`'s turn (told `queued` with its place);
+        `job_id` is what `admit` gave this submit (the fleet's lease, released on a refusal)."""
         queue = self._pool(env_id).queue
         refusal = queue.refusal(client, self.max_queued)  # compiler_core/fairness.py
         if refusal:
