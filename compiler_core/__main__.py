@@ -42,7 +42,8 @@ def parse_args(argv: list[str], prog: str = "python -m compiler_core") -> argpar
     report.add_argument("-o", "--output", metavar="OUT.html", required=True)
     report.add_argument("--trace-dir", metavar="DIR",
                         help="read the log files a TORCH_TRACE=DIR run wrote instead of running")
-    report.add_argument("--rank", type=int, help="with --trace-dir: the rank whose log to show")
+    report.add_argument("--rank", type=int, help="with --trace-dir: show only this rank's log (without it, a folder of several "
+                             "ranks' logs is one report, each compile named [rank N])")
     report.add_argument("--source", metavar="SCRIPT.py",
                         help="with --trace-dir: the traced script, shown beside its stages")
     for parser_ in (run, report):
