@@ -170,3 +170,13 @@ def test_the_boot_data_is_written_a_stage_at_a_time(encoder_log):
     finally:
         tracemalloc.stop()
     assert max(parts) < largest // 2 and peak < largest, (max(parts), peak, largest)
+
+
+def test_equal_stage_texts_of_recompiles_are_held_once(encoder_log):
+    """A recompile that Inductor's caches answer makes the same joined texts again (its
+    post-grad graphs and output code, forward and backward): the result holds each once."""
+    result = trace_result({encoder_log.name: encoder_log})
+    for stage in ("post_grad_graph", "output_code"):
+        texts = [c["stages"][stage]["text"] for c in result["compiles"] if stage in c["stages"]]
+        assert len(texts) >= 3 and len(set(texts)) < len(texts)
+        assert len({id(t) for t in texts}) == len(set(texts)), stage

@@ -143,6 +143,16 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
     return compiled
 
 
+def shared_texts(compiled: dict, texts: dict[str, str]) -> dict:
+    """The compile, each stage text equal to an earlier compile's replaced by that one (in
+    place): a recompile that Inductor's caches answer joins the same texts again (post-grad
+    graphs, output code), which the result then holds once (`texts`: those seen so far)."""
+    for stage in compiled["stages"].values():
+        if isinstance(stage, dict) and isinstance(stage.get("text"), str):
+            stage["text"] = texts.setdefault(stage["text"], stage["text"])
+    return compiled
+
+
 def cut_stage_records(records: list[dict], truncated: list[dict]) -> list[dict]:
     """The records with each stage's text payloads (one compile's records of one name) cut to
     one character past `stage_text_chars` in all, so that a text cut here is still over the
@@ -193,7 +203,8 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     # kept records (wire.packed) too; a log's ids that PyTorch numbered again, kept apart
     records = renumbered([unpacked(record) for record in records])
     records = typed_records(cut_stage_records(records, truncated), stage_errors)
-    compiles = [build_compile(g, strict, stage_errors)
+    texts: dict[str, str] = {}
+    compiles = [shared_texts(build_compile(g, strict, stage_errors), texts)
                 for g in group_by_compile(records, user_file)]
     result = {"version": RESULT_VERSION, "options": run.get("options", {}),
               "user_file": user_file, "stdout": run.get("stdout", ""),
