@@ -61,3 +61,29 @@ def test_a_library_call_in_two_graphs_is_a_row_per_graph(kept_runs):
     for row in rows:
         assert len(row["source"]) == 1 and row["compiled_us"] > 0
         assert [op["op"] for op in row["eager_ops"]] == ["aten::matmul"]
+
+
+SORT = """import torch
+
+
+def f(x):
+    return torch.sort(x.sin(), dim=-1).values * 2
+
+
+torch.compile(f)(torch.randn(8, 16))
+"""
+
+
+def test_an_aten_fallback_is_listed_with_the_kernels_and_holds_its_eager_op(kept_runs):
+    """Inductor calls `torch.ops.aten.sort.stable` itself (no kernel of its own): the compile's
+    kernels list it (kind fallback, with its provenance: the `sort` node, and `sin`, whose buffer
+    it sorts), and the attribution's row for it is that kernel's, holding eager's aten::sort."""
+    _, quiet = kept_runs(SORT, "sort_fallback.py")
+    (compiled,) = quiet["compiles"]
+    (fallback,) = [k for k in compiled["kernels"] if k["kind"] == "fallback"]
+    assert fallback["name"] == "torch.ops.aten.sort.stable"
+    assert "sort" in fallback["dynamo_nodes"] and fallback["lines"] == [5]
+    (timing,) = quiet["timings"]
+    (row,) = [r for r in timing["attribution"]["rows"] if r["kernel"] == "aten::sort"]
+    assert row["kind"] == "fallback" and row["source"][0]["name"] == fallback["name"]
+    assert "aten::sort" in [op["op"] for op in row["eager_ops"]], row

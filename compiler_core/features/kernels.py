@@ -1,7 +1,8 @@
 """`kernels`: one entry per kernel in Inductor's output modules, with the nodes it came from.
 
 Kernels are read from the output code Inductor generated (`NAME = async_compile.KIND(...)` for
-C++ and Triton kernels, `extern_kernels.NAME(` calls for library kernels such as mm). Their nodes
+C++ and Triton kernels, `extern_kernels.NAME(` calls for library kernels such as mm,
+`torch.ops.aten.OP.OVERLOAD(` calls for ATen fallbacks such as sort). Their nodes
 come from Inductor's provenance tracking artifact (`cppCodeToPost`, keyed `kernel:N`, used for
 both C++ and Triton kernels), or where that is empty (torch 2.13 leaves a lazily compiled
 backward's empty), the nodes the kernel's lines were written for (`kernel_lines` records), and
@@ -24,6 +25,9 @@ SPECS = (Stage("kernels", "Kernels", "Generated kernels", "python", view="kernel
 
 DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.(?P<fn>\w+)\(", re.M)
 EXTERN_CALL = re.compile(r"\bextern_kernels\.(?P<name>\w+)\(")
+# An ATen op the output code calls itself, with no kernel of its own (a fallback: `buf1 =
+# torch.ops.aten.sort.stable(buf0, ...)`), keyed `torch.ops.aten.sort.stable:N` in provenance
+FALLBACK_CALL = re.compile(r"^[ \t]+\w+ = (?P<name>torch\.ops\.aten\.\w+\.\w+)\(", re.M)
 TRIPLE_QUOTED = re.compile(r"'''(?P<body>.*?)'''", re.S)
 
 
@@ -40,6 +44,8 @@ def parse_kernels(code: str) -> list[dict]:
                         "source": body["body"].strip("\n") if body else ""})
     for name in dict.fromkeys(m["name"] for m in EXTERN_CALL.finditer(code)):
         kernels.append({"name": f"extern_kernels.{name}", "kind": "extern", "source": ""})
+    for name in dict.fromkeys(m["name"] for m in FALLBACK_CALL.finditer(code)):
+        kernels.append({"name": name, "kind": "fallback", "source": ""})
     return kernels
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from .nodes import dynamo_nodes, fallback_kernels, op_key
+from .nodes import dynamo_nodes, op_key
 from .summary import BYTES, GENERATED, add_bytes, headline, slower_reason, waterfall
 
 NUMBERED = re.compile(r"_\d+$")  # a post-grad node's number: `mm_1` is an `mm`
@@ -61,7 +61,10 @@ def unit_key(unit: dict) -> str:
 
 
 def library_op(kernel: dict) -> str:
-    """The ATen op a library call or fallback is profiled as: `extern_kernels.mm` as `aten::mm`."""
+    """The ATen op a library call or fallback is profiled as: `extern_kernels.mm` as `aten::mm`,
+    `torch.ops.aten.sort.stable` as `aten::sort`."""
+    if kernel["kind"] == "fallback":
+        return "aten::" + kernel["name"].removeprefix("torch.ops.aten.").split(".")[0]
     return "aten::" + kernel["name"].rsplit(".", 1)[-1]
 
 
@@ -94,7 +97,6 @@ def replayed_kernels(entry: dict, compiles: list[dict]) -> tuple[list[dict], lis
                   dynamo_nodes(stages.get("dynamo_graph"))]
         ran = [k for k in compiled.get("kernels") or []
                if k.get("graph") != "backward" or entry.get("mode") == "forward+backward"]
-        ran += fallback_kernels(stages.get("output_code", {}).get("text") or "")
         kernels += [{**k, "compile": compile_id} for k in ran]
     return kernels, nodes
 

@@ -1,11 +1,9 @@
 """What the kernel attribution reads of a compile (`attribution.py`): the op each Dynamo graph
-node calls, with its user line, and the ATen ops an output code calls itself; and the name
-both sides give an op (`op_key`), eager's profile (`aten::relu_`) and Dynamo's graph (`relu`).
+node calls, with its user line; and the name both sides give an op (`op_key`), eager's profile
+(`aten::relu_`) and Dynamo's graph (`relu`).
 """
 
 from __future__ import annotations
-
-import re
 
 from ...parsers.fxgraph import stage_nodes
 
@@ -14,8 +12,6 @@ ALIASES = {"iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div", "true
 # Tensor methods an eager profile records as `aten::to` (`x.float()`; its `aten::_to_copy` inside)
 CASTS = {"float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char",
          "cpu", "cuda", "type"}
-FALLBACK_CALL = re.compile(r"^[ \t]+\w+ = torch\.ops\.aten\.(?P<op>\w+)\.\w+\(", re.M)
-SOURCE_NODES = re.compile(r"# Topologically Sorted Source Nodes: \[(?P<nodes>[^\[\]\n]*)\]")
 
 
 def op_key(name: str) -> str:
@@ -38,20 +34,3 @@ def dynamo_nodes(stage: dict) -> list[tuple[str, str, int | None]]:
         return []
     return [(row["name"], node_op(row["op"], row["target"]), row["line"])
             for row in stage_nodes(stage) if row["op"] in ("call_function", "call_method")]
-
-
-def fallback_kernels(output_code: str) -> list[dict]:
-    """ATen ops the output code calls itself (`torch.ops.aten.X.default(...)`), with the Dynamo
-    nodes of the comment above each call."""
-    out: dict[str, dict] = {}
-    for match in FALLBACK_CALL.finditer(output_code):
-        before = output_code[max(0, match.start() - 600):match.start()]
-        sources = SOURCE_NODES.findall(before)
-        nodes = [n.strip() for n in sources[-1].split(",")] if sources else []
-        kernel = out.setdefault(match["op"], {"name": f"torch.ops.aten.{match['op']}",
-                                              "kind": "fallback", "nodes": [], "lines": [],
-                                              "dynamo_nodes": []})
-        kernel["dynamo_nodes"] += [n for n in nodes if n and n not in kernel["dynamo_nodes"]]
-    return list(out.values())
-
-
