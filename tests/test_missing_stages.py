@@ -25,6 +25,8 @@ import torch
 from compiler_core import Options
 from compiler_core.features import STAGE_NAMES, STAGES, cudagraphs, saved
 from compiler_core.report.conform import conform
+from compiler_core.compile_ids import CompileIds
+from compiler_core.runtime.session import CaptureSession
 from compiler_core.report.result import build_result
 from compiler_core.wire import RecordWriter
 
@@ -223,6 +225,8 @@ def _handled(log, follow_tree_manager: bool = False) -> list[dict]:
         recording = True
         user_file = __file__
         writer = RecordWriter(io.StringIO())
+        compile_ids = CompileIds()
+        compile_id = CaptureSession.compile_id  # the job's own rule (PyTorch's compile context)
 
     loggers = [logging.getLogger(name) for name in cudagraphs_hook._cudagraph_logger_names()]
     saved_state = [(logger.level, logger.propagate, list(logger.handlers)) for logger in loggers]

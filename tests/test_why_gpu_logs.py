@@ -14,6 +14,8 @@ import pytest
 from compiler_core import Options
 from compiler_core.report.result import build_result
 from compiler_core.wire import RecordWriter
+from compiler_core.compile_ids import CompileIds
+from compiler_core.runtime.session import CaptureSession
 from compiler_core.features import autotune, cudagraphs
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "why_gpu_h200.json")
@@ -148,6 +150,8 @@ def test_handler_records_debug_lines_and_hands_on_only_what_torch_would_print():
         recording = True
         user_file = __file__
         writer = RecordWriter(io.StringIO())
+        compile_ids = CompileIds()
+        compile_id = CaptureSession.compile_id  # the job's own rule (PyTorch's compile context)
 
     printed = []
     parent = logging.getLogger("torch._inductor")

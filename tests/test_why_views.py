@@ -14,6 +14,8 @@ from compiler_core import Options, report_html
 from compiler_core.report.result import build_result
 from compiler_core.features.saved import saved_names
 from compiler_core.runtime.hooks import fusion as fusion_hook
+from compiler_core.compile_ids import CompileIds
+from compiler_core.runtime.session import CaptureSession
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -117,9 +119,11 @@ class _Writer:
 
 class _Session:
     recording = True
+    compile_id = CaptureSession.compile_id  # the job's own rule (PyTorch's compile context)
 
     def __init__(self):
         self.writer = _Writer()
+        self.compile_ids = CompileIds()
 
 
 class _Node:
