@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from compiler_core.features import wrappers
-from compiler_core.report.trace_log import trace_result
+from compiler_core.report.trace_log import parse_log, trace_result, user_file_of
 
 pytest_plugins = ["test_trace_import_fixtures"]
 
@@ -232,3 +232,15 @@ def test_a_generated_encoder_log_reads_as_tlparse_reads_it(encoder_log, tmp_path
     assert all({"post_grad_graph", "output_code", "aot_joint"} <= set(c["stages"])
                for c in encoder)
     assert result == trace_result({log.name: log.read_text(errors="replace")})
+
+
+def test_a_compiled_modules_log_names_the_script_not_torchs_wrapper():
+    """Torch 2.15 compiles a module's call as `external_utils.inner` (forward inlined), so the
+    innermost frame of each `dynamo_start` is torch's: the script is the innermost frame outside
+    it, here the recorded run's `two_ranks.py` (its README's command)."""
+    for packed in sorted(RANKS_DATA.glob("*.log.gz")):
+        text = gzip.decompress(packed.read_bytes()).decode()
+        log = parse_log(packed.name.removesuffix(".gz"), text)
+        assert [r["meta"]["stack"][-1]["filename"].endswith("external_utils.py")
+                for r in log.records if r["name"] == "dynamo_start"][:1] == [True]
+        assert os.path.basename(user_file_of(log.records)) == "two_ranks.py"

@@ -228,12 +228,25 @@ _CONTEXT_KEYS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank
                  "compiled_autograd_id", "subgraph_name"}
 
 
+LIBRARY_FILE = re.compile(r"[/\\](site|dist)-packages[/\\]|[/\\]torch[/\\](_|nn[/\\])")
+
+
+def _script_frame(stack: list) -> str | None:
+    """The file of a `dynamo_start` stack's innermost frame outside installed packages and
+    torch's own code (a compiled module's frame is torch's `external_utils.inner`, its
+    `forward` inlined), else of its innermost frame."""
+    files = [f.get("filename") for f in stack if isinstance(f, dict)]
+    files = [f for f in files if isinstance(f, str)]
+    own = [f for f in files if not LIBRARY_FILE.search(f)]
+    return (own or files or [None])[-1]
+
+
 def user_file_of(records: list[dict]) -> str:
-    """The script the log is about: the file of most compiled frames (innermost frame of each
-    `dynamo_start`), so that stages map lines back to it as they do for a pasted script."""
-    files = Counter(r["meta"]["stack"][-1].get("filename") for r in records
-                    if r["name"] == "dynamo_start" and isinstance(r["meta"].get("stack"), list)
-                    and r["meta"]["stack"] and isinstance(r["meta"]["stack"][-1], dict))
+    """The script the log is about: the file of most compiled frames (each `dynamo_start`'s
+    innermost frame of the script), so that stages map lines back to it as they do for a
+    pasted script."""
+    files = Counter(_script_frame(r["meta"]["stack"]) for r in records
+                    if r["name"] == "dynamo_start" and isinstance(r["meta"].get("stack"), list))
     found = files.most_common(1)[0][0] if files else ""
     return found if isinstance(found, str) else ""
 
