@@ -87,3 +87,6 @@ def test_an_aten_fallback_is_listed_with_the_kernels_and_holds_its_eager_op(kept
     (row,) = [r for r in timing["attribution"]["rows"] if r["kernel"] == "aten::sort"]
     assert row["kind"] == "fallback" and row["source"][0]["name"] == fallback["name"]
     assert "aten::sort" in [op["op"] for op in row["eager_ops"]], row
+    kernels_stage = compiled["stages"]["kernels"]  # a CPU compile's: C++ with // headers
+    assert kernels_stage["language"] == "cpp" and "// ===== torch.ops.aten.sort.stable (fallback" in \
+        kernels_stage["text"], kernels_stage["text"][:400]

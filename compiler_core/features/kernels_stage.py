@@ -94,7 +94,7 @@ def kernels_artifact(compiled: dict, result: dict) -> dict | None:
     kernels = preview["kernels"] if preview and preview.get("kernels") else compiled["kernels"]
     if not kernels:
         return None
-    all_cpp = all(k["kind"] in ("cpp", "extern") for k in kernels)
+    all_cpp = all(k["kind"] in ("cpp", "extern", "fallback") for k in kernels)
     comment = "//" if all_cpp else "#"
     times = {} if preview else kernel_times(result, compiled["id"])
     text, listed = _Text(), []
