@@ -30,6 +30,7 @@ ENGINE_TESTS=(tests/test_engine_gallery.py tests/test_lesson_claims.py tests/tes
               tests/test_trace_import_tlparse.py tests/test_missing_stages.py
               tests/test_runtime_wrappers.py tests/test_break_registry.py tests/test_option_names.py
               tests/test_compiled_autograd.py tests/test_precompile.py tests/test_triton_glir.py
+              tests/test_compile_ids.py tests/test_kernels_stage.py
               --deselect tests/test_engine_errors.py::test_jobs_in_standby_interpreters_give_the_same_results
               --deselect tests/test_cli.py::test_the_build_cache_is_reused_and_hides_no_stage)
 . scripts/second_torch.sh
