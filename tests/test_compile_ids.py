@@ -7,11 +7,9 @@ many compiles as PyTorch's own counter says it made."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from plain_trace import run_traced
 
 from compiler_core import Options
 from compiler_core.compile_ids import beside, renumbered
@@ -48,13 +46,8 @@ def reference(tmp_path_factory):
     folder = tmp_path_factory.mktemp("torch_trace")
     script = folder / "reset.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "TORCH_TRACE": str(folder / "trace"),
-           "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
-    proc = subprocess.run([sys.executable, "-c", REFERENCE, str(script)], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    logs = {p.name: p.read_text() for p in (folder / "trace").iterdir() if p.suffix == ".log"}
-    return json.loads(proc.stdout.strip().splitlines()[-1]), trace_result(logs)
+    stdout, logs = run_traced(["-c", REFERENCE, str(script)], folder)
+    return json.loads(stdout.strip().splitlines()[-1]), trace_result(logs)
 
 
 @pytest.fixture(scope="module")

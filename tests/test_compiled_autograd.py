@@ -5,12 +5,10 @@ compile, live and from a TORCH_TRACE log, as many as PyTorch's own counter says 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
+from plain_trace import run_traced
 
 from compiler_core.gallery import get_example
 from compiler_core.report.trace_log import trace_result
@@ -24,14 +22,8 @@ REFERENCE = ("import json, runpy, sys, torch; runpy.run_path(sys.argv[1], run_na
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """The plain run's captures count and the result read from its log files."""
-    folder = tmp_path_factory.mktemp("torch_trace")
-    env = {**os.environ, "TORCH_TRACE": str(folder), "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
-    proc = subprocess.run([sys.executable, "-c", REFERENCE, EXAMPLE.path], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    counters = json.loads(proc.stdout.strip().splitlines()[-1])
-    logs = {n: (folder / n).read_text() for n in os.listdir(folder) if n.endswith(".log")}
-    return counters, trace_result(logs)
+    stdout, logs = run_traced(["-c", REFERENCE, EXAMPLE.path], tmp_path_factory.mktemp("ca"))
+    return json.loads(stdout.strip().splitlines()[-1]), trace_result(logs)
 
 
 def calls(text: str) -> list[str]:

@@ -6,12 +6,10 @@ artifact per wrapper), live and read back from a TORCH_TRACE log."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
+from plain_trace import run_traced
 
 from compiler_core import Options
 from compiler_core.report.trace_log import trace_result
@@ -63,13 +61,7 @@ def runs(worker, tmp_path_factory):
     folder = tmp_path_factory.mktemp("torch_trace")
     script = folder / "wrappers.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "TORCH_TRACE": str(folder / "trace"),
-           "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
-    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    logs = {n: (folder / "trace" / n).read_text() for n in os.listdir(folder / "trace")}
-    return live, logs
+    return live, run_traced([str(script)], folder)[1]
 
 
 def wrappers_stage(result) -> dict:
