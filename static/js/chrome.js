@@ -2,11 +2,11 @@
 
 export function installSplitters(store) {
   const root = document.documentElement.style;
-  const apply = () => {
-    root.setProperty("--left-width", `${store.state.leftWidth}%`);
-    root.setProperty("--editor-height", `${store.state.editorHeight}%`);
+  const apply = (sizes) => {
+    root.setProperty("--left-width", `${sizes.leftWidth}%`);
+    root.setProperty("--editor-height", `${sizes.editorHeight}%`);
   };
-  apply();
+  apply(store.state);
   drag(document.getElementById("split-columns"), (e) => ({
     leftWidth: clamp((e.clientX / window.innerWidth) * 100, 15, 85),
   }), apply, store);
@@ -16,19 +16,21 @@ export function installSplitters(store) {
   }, apply, store);
 }
 
-// `sizeAt(event)`: the size the handle gives, kept and applied as it moves.
+// `sizeAt(event)`: the size the handle gives, applied as it moves and kept (the settings saved)
+// once it is let go: a save per pointer move wrote the settings to localStorage 60 times a second.
 function drag(handle, sizeAt, apply, store) {
   handle.addEventListener("pointerdown", (down) => {
     down.preventDefault();
     handle.setPointerCapture(down.pointerId);
-    const move = (e) => { store.set(sizeAt(e)); apply(); };
+    let size = null;
+    const move = (e) => { size = sizeAt(e); apply({ ...store.state, ...size }); };
     const up = () => {
-      handle.removeEventListener("pointermove", move);
-      handle.removeEventListener("pointerup", up);
+      for (const [type, listener] of listeners) handle.removeEventListener(type, listener);
+      if (size) store.set(size);
       window.dispatchEvent(new Event("resize")); // plotly re-fits its figures
     };
-    handle.addEventListener("pointermove", move);
-    handle.addEventListener("pointerup", up);
+    const listeners = [["pointermove", move], ["pointerup", up], ["pointercancel", up]];
+    for (const [type, listener] of listeners) handle.addEventListener(type, listener);
   });
 }
 
