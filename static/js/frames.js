@@ -8,10 +8,14 @@ export function isUserFrame(compile, userFile) {
   return !compile?.frame?.filename || compile.frame.filename === userFile;
 }
 
-// Its frame's name in the user's script, else its qualified name (`TransformerEncoder.forward`
-// rather than Dynamo's wrapper `inner`); with no frame, its stage's label.
+// Its frame's qualified name, as the job's bytecode hook read it off the code object: a method
+// of the script's by its class (`Gate.forward`: its qualified name ends in its name; a code object
+// renamed with `replace(co_name=...)` keeps the old one, so it goes by its name), one in library
+// code by what it runs (`TransformerEncoder.forward` for Dynamo's module wrapper `inner`). With
+// no code object seen (a TORCH_TRACE log) its name; with no frame, its stage's label.
 export function frameLabel(compile, userFile) {
   const frame = compile?.frame;
-  if (frame?.name) return isUserFrame(compile, userFile) ? frame.name : frame.qualname ?? frame.name;
-  return stageList(compile).find(([stage]) => compile?.stages?.[stage])?.[1] ?? "";
+  if (!frame?.name) return stageList(compile).find(([stage]) => compile?.stages?.[stage])?.[1] ?? "";
+  const qualifies = frame.qualname?.endsWith(`.${frame.name}`);
+  return qualifies || !isUserFrame(compile, userFile) ? frame.qualname ?? frame.name : frame.name;
 }

@@ -14,9 +14,14 @@ test("a compile of no frame (compiled autograd's !0) is named by the stage it ho
   assert.equal(frameLabel({ id: "0/0", frame: NO_FRAME, stages: {} }, "/job/main.py"), "");
 });
 
-test("a frame is named as the script names it, one in library code by its qualified name", () => {
-  const own = { frame: { name: "f", filename: "/job/main.py", line: 3, qualname: "M.f" }, stages: {} };
-  const library = { frame: { name: "inner", filename: "/torch/x.py", line: 9, qualname: "Encoder.forward" }, stages: {} };
-  assert.equal(frameLabel(own, "/job/main.py"), "f");
-  assert.equal(frameLabel(library, "/job/main.py"), "Encoder.forward");
+test("a frame is named by its code's qualified name (a method by its class), else its name", () => {
+  const frame = (name, qualname, filename = "/job/main.py") => ({ frame: { name, filename, line: 3, qualname }, stages: {} });
+  const named = (compile) => frameLabel(compile, "/job/main.py");
+  assert.equal(named(frame("forward", "Gate.forward")), "Gate.forward");
+  assert.equal(named(frame("torch_dynamo_resume_in_forward_at_9", "Gate.torch_dynamo_resume_in_forward_at_9")),
+               "Gate.torch_dynamo_resume_in_forward_at_9");
+  assert.equal(named(frame("inner", "Encoder.forward", "/torch/x.py")), "Encoder.forward");
+  assert.equal(named(frame("f", null)), "f"); // no code object seen (a TORCH_TRACE log)
+  assert.equal(named(frame("f", "f")), "f");
+  assert.equal(named(frame("g", "f")), "g"); // f.__code__.replace(co_name="g") keeps f's qualname
 });
