@@ -202,9 +202,8 @@ class Pane {
     const wanted = resolveStage(indexed, programStage(indexed, this.state.stage));
     const stage = shownStage(indexed, wanted, result, this.fallbacks());
     this.shown = stage;
-    const ended = !result?.partial;
-    const compile = this.owner.texts.complete(indexed, stage, ended); // null: its text is on its way
-    const failed = this.owner.texts.failure(indexed, stage, ended);
+    const compile = this.owner.texts.complete(indexed, stage, result); // null: its text is on its way
+    const failed = this.owner.texts.failure(indexed, stage, result);
     const loading = compile === null && !failed;
     this.artifact = compile ? artifactFor(compile, stage, result) : null;
     const shows = viewNamed(viewOf(stage));

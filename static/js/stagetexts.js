@@ -1,9 +1,10 @@
 // Stage texts on demand. A running job's result comes as an index (`compile.indexed`: each
 // stage without its text, each kernel without its source); a pane asks for the part it shows,
-// once per (compile, stage, size) while the run goes on and once more when it ended (a stage
-// may gain more than text at the end: the Kernels stage its measured times), and is
-// re-rendered when it arrives (or failed to: the pane says why and offers to ask again). A whole
-// result passes through untouched.
+// once per (compile, stage, summary) and number of the run's timings: a part gains more than
+// text once the timings are in (the Kernels stage its measured times), which the job writes
+// after the script's last compile, all at once; so a part asked after them is not asked again
+// when the run ends. A pane is re-rendered when its part arrives (or failed to: the pane says
+// why and offers to ask again). A whole result passes through untouched.
 
 import { api } from "./api.js";
 
@@ -20,11 +21,11 @@ export class StageTexts {
     this.parts.clear();
   }
 
-  // `compile` with the whole part of `stage`; null while that part loads or when it failed to
-  // (`failure` says why). An absent stage, or a compile that is not an index, comes back as it is.
-  // `ended`: the run has ended (its result is final).
-  complete(compile, stage, ended) {
-    const key = this.keyOf(compile, stage, ended);
+  // `compile` of `result` with the whole part of `stage`; null while that part loads or when it
+  // failed to (`failure` says why). An absent stage, or a compile that is not an index, comes
+  // back as it is.
+  complete(compile, stage, result) {
+    const key = this.keyOf(compile, stage, result);
     if (key === null) return compile;
     if (!this.parts.has(key)) this.load(key, compile.id, stage);
     const part = this.parts.get(key);
@@ -33,8 +34,8 @@ export class StageTexts {
   }
 
   // Why the part of `stage` could not be loaded; null when it loads or came.
-  failure(compile, stage, ended) {
-    return this.parts.get(this.keyOf(compile, stage, ended))?.error ?? null;
+  failure(compile, stage, result) {
+    return this.parts.get(this.keyOf(compile, stage, result))?.error ?? null;
   }
 
   // Ask again for the parts that failed.
@@ -43,10 +44,11 @@ export class StageTexts {
     this.onLoaded();
   }
 
-  // The part's key (its size: a running job's part grows), null when there is nothing to ask.
-  keyOf(compile, stage, ended) {
+  // The part's key (its summary: a running job's part grows; the timings it may show), null when
+  // there is nothing to ask.
+  keyOf(compile, stage, result) {
     const summary = compile?.indexed && this.where ? compile.stages?.[stage] : null;
-    return summary ? `${compile.id}|${stage}|${summary.size}|${Boolean(ended)}` : null;
+    return summary ? `${compile.id}|${stage}|${JSON.stringify(summary)}|${result?.timings?.length ?? 0}` : null;
   }
 
   async load(key, compileId, stage) {
