@@ -8,20 +8,24 @@ Timings against tlparse are bench/trace_scale_bench.py's (no timed test).
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import re
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
 from app import create_app
 from compiler_core import graph_view, report_html
 from compiler_core.present.layout import DOT_VIEW_ITEMS
+from compiler_core.report import trace_log
 from compiler_core.report.trace_log import trace_result
 
 pytest_plugins = ["test_trace_import_fixtures"]
 
+RANKS_DATA = Path(__file__).parent / "data" / "trace_ranks"
 BOOT = re.compile(r'<script type="application/json" id="boot">(.*?)</script>', re.S)
 MiB = 1 << 20
 
@@ -180,3 +184,29 @@ def test_equal_stage_texts_of_recompiles_are_held_once(encoder_log):
         texts = [c["stages"][stage]["text"] for c in result["compiles"] if stage in c["stages"]]
         assert len(texts) >= 3 and len(set(texts)) < len(texts)
         assert len({id(t) for t in texts}) == len(set(texts)), stage
+
+
+def test_a_multi_rank_folder_is_built_rank_by_rank(tmp_path, monkeypatch):
+    """Each rank's result is built once its log is read, and its records let go: when a rank is
+    built, two ranks' records are held at most (its own and the lowest rank's, built last: its
+    notes name the folder), not every rank's. Three ranks: the recorded run's two and a copy of
+    rank 1's log as rank 2."""
+    files = {}
+    for packed in sorted(RANKS_DATA.glob("*.log.gz")):
+        files[packed.name.removesuffix(".gz")] = tmp_path / packed.name.removesuffix(".gz")
+        files[packed.name.removesuffix(".gz")].write_bytes(gzip.decompress(packed.read_bytes()))
+    rank_1 = next(name for name in files if "_rank_1_" in name)
+    files["dedicated_log_torch_trace_rank_2_copy.log"] = files[rank_1]
+    parsed, held = [], []
+    monkeypatch.setattr(trace_log, "parse_log", lambda *args, parse=trace_log.parse_log:
+                        parsed.append(parse(*args)) or parsed[-1])
+    monkeypatch.setattr(trace_log, "log_result", lambda log, *args, build=trace_log.log_result:
+                        held.append(sum(bool(p.records) for p in parsed)) or build(log, *args))
+    result = trace_result(files)
+    assert len(held) == 3 and max(held) == 2, held
+    ids = [c["id"] for c in result["compiles"]]
+    assert [i.split("]")[0] for i in ids if i.endswith(" 0/0")] == ["[rank 0", "[rank 1",
+                                                                   "[rank 2"]
+    assert [i for i in ids if i.startswith("[rank 2]")] == [
+        i.replace("[rank 1]", "[rank 2]") for i in ids if i.startswith("[rank 1]")]
+    assert result["notes"][1].startswith("Ranks 0, 1, 2 of a multi-process run")

@@ -257,9 +257,26 @@ def trace_result(files: dict[str, str | Path], rank: int | None = None) -> dict:
 
     A multi-process run (one log per rank, each named by its rank) is one result, each compile's
     id naming its rank (report/ranks.py); `rank` asks for that rank's log alone. Of logs of no
-    rank, the first by name is read; the result's notes name the others."""
-    logs = [log for log in (parse_log(name, text) for name, text in sorted(files.items()))
-            if log.entries]
+    rank, the first by name is read; the result's notes name the others.
+
+    Ranks are built one by one, as they are read: a rank's records are let go once its result is
+    built, but for the lowest rank so far, whose result is built last (its notes name the folder's
+    other logs). A rank built early that turns out to be the one read alone is read again."""
+    logs: list[TraceLog] = []
+    built: dict[str, dict] = {}  # log name -> its result as a later rank's (no folder notes)
+    lowest: TraceLog | None = None
+    for name, text in sorted(files.items()):
+        log = parse_log(name, text)
+        if not log.entries:
+            continue
+        logs.append(log)
+        if log.rank is None or (rank is not None and log.rank != rank):
+            continue
+        if rank is None and (lowest is None or log.rank < lowest.rank):
+            lowest, log = log, lowest
+        if rank is None and log is not None:
+            built[log.name] = log_result(log, [])
+            log.records = []
     if not logs:
         raise ValueError("no structured-trace entries found (the files TORCH_TRACE=DIR writes "
                          "are DIR/dedicated_log_torch_trace_*.log)")
@@ -273,11 +290,13 @@ def trace_result(files: dict[str, str | Path], rank: int | None = None) -> dict:
     else:
         chosen = [next((log for log in ranked if log.rank == 0), logs[0])]
     others = [log for log in logs if all(log is not c for c in chosen)]
+    first = parse_log(chosen[0].name, files[chosen[0].name]) if chosen[0].name in built \
+        else chosen[0]
     if len(chosen) == 1:
-        return log_result(chosen[0], others)
+        return log_result(first, others)
     ranks = [log.rank for log in chosen]  # the first rank's notes name the ranks and the others
-    return joined([(log.rank, log_result(log, others, ranks) if log is chosen[0]
-                    else log_result(log, [])) for log in chosen])
+    return joined([(log.rank, log_result(first, others, ranks) if log is chosen[0]
+                    else built[log.name]) for log in chosen])
 
 
 def log_result(log: TraceLog, others: list[TraceLog], ranks: list[int] | None = None) -> dict:
