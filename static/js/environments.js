@@ -1,6 +1,7 @@
-// The environment picker ("torch 2.13, CPU" / "torch 2.11, NVIDIA H200"): shown only when the
-// connected workers offer more than one environment (GET /api/status `environments`); the
-// choice goes with each submit, and each result records the environment it ran in.
+// The environment picker ("torch 2.13, CPU" / "torch 2.11, NVIDIA H200"): shown when the
+// connected workers offer more than one environment (GET /api/status `environments`), or when
+// one is unavailable (`unavailable`: its start-up probe failed), listed with why and not
+// selectable; the choice goes with each submit, and each result records the environment it ran in.
 // Beside it, "⇆ Both" runs the code in the chosen environment and in another one, and diffs
 // the two runs pane against pane (main.js's compareEnvironments, compare.js's diffRuns).
 
@@ -19,17 +20,26 @@ export function otherEnvironment() {
   return environments[(index + 1) % environments.length];
 }
 
-// `onCompare()`: "⇆ Both" was pressed.
+// An unavailable environment's entry: the probe's error, cut to fit the menu (whole on hover).
+function unavailableOption({ error }) {
+  const why = error.length > 70 ? `${error.slice(0, 69)}…` : error;
+  return h("option", { value: "", disabled: true, title: `Unavailable: its start-up probe failed: ${error}` },
+    `⚠ unavailable: ${why}`);
+}
+
+// `onCompare()`: "⇆ Both" was pressed (offered with two environments or more).
 export async function mountEnvironmentPicker(before, { onCompare }) {
-  ({ environments = [] } = await api.status().catch(() => ({})));
-  if (environments.length < 2) return;
+  let unavailable;
+  ({ environments = [], unavailable = [] } = await api.status().catch(() => ({})));
+  if (environments.length < 2 && !unavailable.length) return;
   picker = h("select", { id: "environment", "aria-label": "Environment",
                          title: "Where the code runs (worker hosts connected now)" },
     environments.map((env) => h("option", { value: env.id },
-      `${environmentLabel(env)} (${env.workers} worker${env.workers > 1 ? "s" : ""})`)));
-  const both = h("button", { id: "compare-environments", onclick: onCompare,
-                             title: "Run this code in the chosen environment and in the next one, "
-                                    + "then diff each stage of the two runs pane against pane" }, "⇆ Both");
+      `${environmentLabel(env)} (${env.workers} worker${env.workers > 1 ? "s" : ""})`)),
+    unavailable.map(unavailableOption));
+  const both = environments.length > 1 ? h("button", { id: "compare-environments", onclick: onCompare,
+    title: "Run this code in the chosen environment and in the next one, then diff each stage of the "
+           + "two runs pane against pane" }, "⇆ Both") : "";
   before.before(picker, both);
 }
 

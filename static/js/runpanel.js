@@ -217,21 +217,24 @@ export class RunPanel {
     const events = this.stages.get(id) ?? [];
     const labels = Object.fromEntries(stageList(compile));
     const compileId = id === RUN ? null : id;
-    const chips = events.length ? events.map((e) => {
+    const announced = events.map((e) => {
       const known = labels[e.stage]; // else a progress marker: graph_break, recompile
       return h("button", { class: `chip stage ${known ? "" : "marker"}`, title: known ? `Show ${known} in the first pane` : e.stage,
                            onclick: known ? () => this.onStage(compileId, e.stage) : null },
         chipLabel(e.stage, compile), h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
-    }) : stageList(compile).filter(([stage]) => compile?.stages?.[stage]).map(([stage, label]) =>
-      h("button", { class: "chip stage", title: `Show ${label} in the first pane`,
-                    onclick: () => this.onStage(id, stage) }, label));
+    });
+    // Stages no event announced (all of a stored result's; the Kernels stage, built with the
+    // result), once the result has them: no time.
+    const built = stageList(compile).filter(([stage]) => compile?.stages?.[stage] && !events.some((e) => e.stage === stage))
+      .map(([stage, label]) => h("button", { class: "chip stage", title: `Show ${label} in the first pane`,
+                                             onclick: () => this.onStage(id, stage) }, label));
     return h("div", { class: "compile-row", dataset: { compile: id } },
       compileId ? h("button", { class: "compile-id", title: "Show this compile in every pane",
                                 onclick: () => this.onCompile(id) }, id) : h("strong", {}, "run"),
       h("span", { class: "frame", title: frame?.filename ? `${shownPath(frame.filename, this.result?.user_file)}:${frame.line}` : null },
         compileId ? frameLabel(compile, this.result?.user_file) : "after the script",
         this.frameLine(compile)),
-      h("div", { class: "chips" }, chips),
+      h("div", { class: "chips" }, announced, built),
       this.censusLine(compile, labels),
       this.argumentsLine(compileId));
   }

@@ -1,0 +1,69 @@
+"""The page while a run goes and around it, in headless Chromium: a live run's compile rows and
+menus (a method named by its class, the Kernels stage the result builds), and the environment
+picker with an environment whose start-up probe failed."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from test_browser import open_page, page, pane, run_script, shot  # noqa: F401 (page: a fixture)
+
+pytest_plugins = ["test_app_fixtures"]
+
+# Compiled as a bound method: Dynamo's frame is Gate.forward in the script, on every torch.
+GATE = """import torch
+
+
+class Gate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.sigmoid(self.proj(x)) * x  # the live-run test's own code
+
+
+step = torch.compile(Gate().forward)
+step(torch.randn(4, 8))
+"""
+
+
+def test_a_live_run_names_the_method_by_its_class_and_lists_the_kernels_stage(page, live_server):
+    open_page(page, live_server + "/")
+    if page.is_checked("#options [name=measure]"):
+        page.click("#options [name=measure]")
+    run_script(page, GATE)
+    assert "Done in" in page.text_content(".run-status")  # ran live, not from the store
+    row = page.locator(".compile-row[data-compile='0/0']")
+    assert row.locator(".frame").inner_text() == "Gate.forward line 9"
+    assert page.locator(f"{pane(page, 0)} .pane-compile option").all_inner_texts() == ["0/0 Gate.forward"]
+    chips = row.locator(".chip.stage").all_inner_texts()
+    timed = re.compile(r"Dynamo graph \(Torch IR\) \d+\.\d\ds")  # with the time its event came
+    assert any(timed.fullmatch(chip) for chip in chips), chips
+    assert "Kernels" in chips, chips  # built with the result, no event announces it: no time
+    row.locator(".chip.stage", has_text="Kernels").click()
+    page.wait_for_selector(f"{pane(page, 0)}[data-stage=kernels] .kernel-list")
+    shot(page, "live_run_method_and_kernels_chip")
+
+
+def test_an_unavailable_environment_is_listed_with_why_and_cannot_be_chosen(page, live_server):
+    why = "JobFailed: the job process died before the script started (exit 1)"
+
+    def status_with_a_failed_probe(route):
+        status = route.fetch().json()
+        status["unavailable"] = [{"error": why}]
+        route.fulfill(json=status)
+
+    page.route("**/api/status", status_with_a_failed_probe)
+    open_page(page, live_server + "/")
+    picker = page.wait_for_selector("#environment")
+    environments = json.loads(page.evaluate("fetch('/api/status').then((r) => r.text())"))
+    options = page.locator("#environment option")
+    assert options.count() == len(environments["environments"]) + 1
+    failed = page.locator("#environment option[disabled]")
+    assert failed.inner_text() == f"⚠ unavailable: {why}"
+    assert why in failed.get_attribute("title")
+    assert picker.evaluate("(select) => select.options[select.selectedIndex]?.disabled") in (False, None)
+    assert page.locator("#compare-environments").count() == (len(environments["environments"]) > 1)
+    shot(page, "environment_unavailable")
