@@ -186,6 +186,18 @@ def test_equal_stage_texts_of_recompiles_are_held_once(encoder_log):
         assert len({id(t) for t in texts}) == len(set(texts)), stage
 
 
+def test_a_recompiles_equal_rows_are_held_once(encoder_log):
+    """A recompile's guards differ from the last compile's in a few rows (the global's value):
+    each equal row is the last compile's, held once, and so is the line map of an equal text."""
+    result = trace_result({encoder_log.name: encoder_log})
+    last, now = (next(c["stages"] for c in result["compiles"] if c["id"] == compile_id)
+                 for compile_id in ("0/1", "0/2"))
+    rows = list(zip(last["guards"]["guards"], now["guards"]["guards"]))
+    shared = sum(a is b for a, b in rows)
+    assert shared == sum(a == b for a, b in rows) and len(rows) // 2 < shared < len(rows)
+    assert now["post_grad_graph"]["src_lines"] is last["post_grad_graph"]["src_lines"]
+
+
 def test_a_multi_rank_folder_is_built_rank_by_rank(tmp_path, monkeypatch):
     """Each rank's result is built once its log is read, and its records let go: when a rank is
     built, two ranks' records are held at most (its own and the lowest rank's, built last: its

@@ -143,14 +143,35 @@ def build_compile(group: CompileRecords, strict: bool, stage_errors: list[dict])
     return compiled
 
 
-def shared_texts(compiled: dict, texts: dict[str, str]) -> dict:
-    """The compile, each stage text equal to an earlier compile's replaced by that one (in
-    place): a recompile that Inductor's caches answer joins the same texts again (post-grad
-    graphs, output code), which the result then holds once (`texts`: those seen so far)."""
-    for stage in compiled["stages"].values():
-        if isinstance(stage, dict) and isinstance(stage.get("text"), str):
-            stage["text"] = texts.setdefault(stage["text"], stage["text"])
+def shared_values(compiled: dict, texts: dict[str, str], last: dict[tuple, list | dict]) -> dict:
+    """The compile, with what equals an earlier compile's replaced by that (in place): each
+    stage text equal to an earlier one, and each other list or dict of a stage (line maps,
+    guards, kernels) equal to that of the same stage of the last compile that had it, else each
+    of its items equal to the item there at the same place. A recompile that Inductor's caches
+    answer joins the same texts again (post-grad graphs, output code) and makes the same rows of
+    them, and its guards differ from the last compile's in a few rows: the result holds them
+    once (`texts`: the texts seen so far; `last`: (stage, field) -> the last value seen). The
+    parts after read what they share and never change it but where it is the same for all."""
+    for name, stage in compiled["stages"].items():
+        if not isinstance(stage, dict):
+            continue
+        for key, value in stage.items():
+            if key == "text" and isinstance(value, str):
+                stage[key] = texts.setdefault(value, value)
+            elif isinstance(value, (list, dict)):
+                stage[key] = last[name, key] = _shared(value, last.get((name, key)))
     return compiled
+
+
+def _shared(value: list | dict, earlier):
+    if earlier is None or type(earlier) is not type(value):
+        return value
+    if earlier == value:
+        return earlier
+    if isinstance(value, list):
+        return [old if old == new else new for old, new in zip(earlier, value)] + \
+            value[len(earlier):]
+    return value
 
 
 def cut_stage_records(records: list[dict], truncated: list[dict]) -> list[dict]:
@@ -204,7 +225,8 @@ def build_result(records: list[dict], user_file: str, run: dict | None = None,
     records = renumbered([unpacked(record) for record in records])
     records = typed_records(cut_stage_records(records, truncated), stage_errors)
     texts: dict[str, str] = {}
-    compiles = [shared_texts(build_compile(g, strict, stage_errors), texts)
+    last: dict[tuple, list | dict] = {}
+    compiles = [shared_values(build_compile(g, strict, stage_errors), texts, last)
                 for g in group_by_compile(records, user_file)]
     result = {"version": RESULT_VERSION, "options": run.get("options", {}),
               "user_file": user_file, "stdout": run.get("stdout", ""),
