@@ -30,7 +30,7 @@ import time
 from .errors import ErrorKind
 from .options import add_flags, from_flags
 from .report.result import build_result
-from .present.static_html import report_html
+from .present.static_html import write_report
 from .supervisor import sandbox
 from .supervisor.worker import Worker, WorkerError
 
@@ -142,11 +142,25 @@ def explain_name_error(result: dict) -> None:
                              "define or import every name it uses in the cell itself)")
 
 
+class EscapedParts:
+    """A text file that keeps what is written to it HTML-escaped, in the parts written (escaping
+    is per character, so the parts joined are the whole text escaped)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.parts.append(html.escape(text, quote=True))
+
+
 def report_iframe(source: str, options: dict, result: dict) -> str:
-    """The report, self-contained, in an iframe of the notebook's output (no network)."""
-    document = report_html(source, options, result)
-    return (f'<iframe srcdoc="{html.escape(document, quote=True)}" title="torchbolt report" '
-            f'style="width:100%;height:{IFRAME_HEIGHT_PX}px;border:1px solid #ccc"></iframe>')
+    """The report, self-contained, in an iframe of the notebook's output (no network): written
+    as `torchbolt report` writes it, escaped as it is made, joined once."""
+    escaped = EscapedParts()
+    write_report(escaped, source, options, result)
+    return "".join(['<iframe srcdoc="', *escaped.parts, '" title="torchbolt report" ',
+                    f'style="width:100%;height:{IFRAME_HEIGHT_PX}px;border:1px solid #ccc">'
+                    '</iframe>'])
 
 
 def load_ipython_extension(ipython) -> None:
@@ -158,7 +172,7 @@ def load_ipython_extension(ipython) -> None:
         """%%torchbolt [flags] runs the cell; %torchbolt report PATH writes the last report."""
         words = shlex.split(line)
         if cell is None:
-            return write_report(session, words)
+            return save_report(session, words)
         try:
             flags = cell_parser().parse_args(words)
             options = from_flags(flags)
@@ -187,11 +201,12 @@ def unload_ipython_extension(ipython) -> None:
         session.close()
 
 
-def write_report(session: Session, words: list[str]) -> str:
+def save_report(session: Session, words: list[str]) -> str:
+    """`%torchbolt report PATH`: the last cell's report, written to the file as it is made."""
     if len(words) != 2 or words[0] != "report":
         raise ValueError("usage: %torchbolt report PATH (after a %%torchbolt cell)")
     if session.last is None:
         raise ValueError("no %%torchbolt cell has run yet")
     with open(words[1], "w", encoding="utf-8") as fh:
-        fh.write(report_html(*session.last))
+        write_report(fh, *session.last)
     return f"wrote {words[1]}"
