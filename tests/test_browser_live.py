@@ -67,3 +67,16 @@ def test_an_unavailable_environment_is_listed_with_why_and_cannot_be_chosen(page
     assert picker.evaluate("(select) => select.options[select.selectedIndex]?.disabled") in (False, None)
     assert page.locator("#compare-environments").count() == (len(environments["environments"]) > 1)
     shot(page, "environment_unavailable")
+
+
+def test_the_next_runs_output_opens_at_its_top(page, live_server):
+    output = ".tab-panel.output"
+    open_page(page, live_server + "/")
+    run_script(page, "for i in range(80):\n    print('first run', i)\n")
+    page.click("[data-tab=output]")
+    page.eval_on_selector(output, "(panel) => { panel.scrollTop = 400; }")  # read to its end
+    page.click("[data-tab=compiles]")
+    run_script(page, "for i in range(80):\n    print('second run', i)\n")
+    page.click("[data-tab=output]")
+    assert page.eval_on_selector(output, "(panel) => panel.scrollTop") == 0  # stdout first
+    assert page.eval_on_selector(output, "(panel) => panel.scrollHeight > panel.clientHeight + 400")

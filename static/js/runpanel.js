@@ -52,9 +52,21 @@ export class RunPanel {
       button.setAttribute("aria-selected", String(tab === name));
       this.panels.get(tab).hidden = tab !== name;
     }
+    this.scrollToTop(name);
+  }
+
+  // A run's tab opens at its top the first time it is shown: a hidden panel keeps its scroll
+  // offset, so the last run's Output, scrolled to its stderr, opened the next run's scrolled down.
+  scrollToTop(name) {
+    const panel = this.panels.get(name);
+    if (panel.dataset.run === String(this.runs)) return;
+    panel.dataset.run = this.runs;
+    panel.scrollTop = 0;
   }
 
   reset() {
+    this.runs = (this.runs ?? 0) + 1;
+    this.scrollToTop(this.store.state.runTab);
     clearInterval(this.timer); // a run's clock stops with it
     this.stages = new Map(); // compile id -> [{stage, t}]
     this.phases = []; // the engine's phase events: its long steps (the script, timings, views)
