@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -25,10 +24,8 @@ import torch
 from compiler_core import Options
 from compiler_core.features import STAGE_NAMES, STAGES, cudagraphs, saved
 from compiler_core.report.conform import conform
-from compiler_core.compile_ids import CompileIds
-from compiler_core.runtime.session import CaptureSession
 from compiler_core.report.result import build_result
-from compiler_core.wire import RecordWriter
+from stand_in_session import StandInSession
 
 pytest_plugins = ["test_app_fixtures"]  # the headless Chromium
 
@@ -90,14 +87,10 @@ def _failing_graph():
 @pytest.fixture(scope="module")
 def failed_views():
     """The records a job writes when its views fail to trace (the session's own emission)."""
-    from compiler_core.options import Options as RunOptions
-    from compiler_core.runtime.session import CaptureSession
-
-    stream = io.StringIO()
-    session = CaptureSession(RecordWriter(stream), "/job/x.py", RunOptions(device="cpu"), "cpu")
+    session = StandInSession("/job/x.py")
     session.graphs.append(("0/0", _failing_graph(), [torch.randn(3)]))
     session.emit_views()
-    return [json.loads(line) for line in stream.getvalue().splitlines()]
+    return session.records()
 
 
 def test_a_view_that_cannot_be_traced_says_why_for_its_compile_and_stage(failed_views):
@@ -221,17 +214,11 @@ def _handled(log, follow_tree_manager: bool = False) -> list[dict]:
     follows the tree manager as it does on a machine with CUDA."""
     from compiler_core.runtime.hooks import cudagraphs as cudagraphs_hook
 
-    class Session:
-        recording = True
-        user_file = __file__
-        writer = RecordWriter(io.StringIO())
-        compile_ids = CompileIds()
-        compile_id = CaptureSession.compile_id  # the job's own rule (PyTorch's compile context)
-
+    session = StandInSession(__file__)
     loggers = [logging.getLogger(name) for name in cudagraphs_hook._cudagraph_logger_names()]
     saved_state = [(logger.level, logger.propagate, list(logger.handlers)) for logger in loggers]
     try:
-        handler = cudagraphs_hook.record_cudagraph_log(Session())
+        handler = cudagraphs_hook.record_cudagraph_log(session)
         if follow_tree_manager:
             cudagraphs_hook.follow_tree_manager(handler)
         log()
@@ -240,7 +227,7 @@ def _handled(log, follow_tree_manager: bool = False) -> list[dict]:
             logger.setLevel(level)
             logger.propagate = propagate
             logger.handlers[:] = handlers
-    return [json.loads(line) for line in Session.writer._stream.getvalue().splitlines()]
+    return session.records()
 
 
 # What `CUDAGraphTreeManager.run` reads of its manager, with a `_run` that skips CUDA graphs for a

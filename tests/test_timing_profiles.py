@@ -124,23 +124,11 @@ def test_timings_call_compiled_modules_without_torchbolts_hooks():
 def test_no_call_is_timed_after_the_profiler_ran(monkeypatch):
     """Every call's series come before any profiler session: after one, CUPTI stays attached
     and launches cost more (PyTorch issue 144455), so a later series would read slower."""
-    import contextlib
-
-    from compiler_core.compile_ids import CompileIds
     from compiler_core.runtime.callables import CompileRecorder
     from compiler_core.runtime.measure import timing
+    from stand_in_session import StandInSession
 
-    records, order = [], []
-
-    class Session:
-        paused = staticmethod(contextlib.nullcontext)
-        compile_ids = CompileIds()
-
-        class writer:
-            @staticmethod
-            def emit(record, *args, **fields):
-                if record == "timing":
-                    records.append(fields)
+    order, session = [], StandInSession("script.py")
 
     def spy(name, real):
         def call(*args, **kwargs):
@@ -149,10 +137,11 @@ def test_no_call_is_timed_after_the_profiler_ran(monkeypatch):
         monkeypatch.setattr(timing, real.__name__, call)
     spy("series", timing.end_to_end)
     spy("profiler", timing.profile_cpu)
-    recorder = CompileRecorder(Session.writer, {"backend": "eager"}, "script.py")
+    recorder = CompileRecorder(session.writer, {"backend": "eager"}, "script.py")
     first, second = recorder.compile(torch.sin), recorder.compile(torch.cos)
     first(torch.randn(8)), second(torch.randn(8))
-    timing.measure_all(recorder, Session(), "cpu")
+    timing.measure_all(recorder, session, "cpu")
+    records = [r["meta"] for r in session.records() if r["name"] == "timing"]
     assert order == ["series", "series", "profiler", "profiler", "profiler", "profiler"]
     assert [r["callable"] for r in records] == [0, 1]
     assert all(r["e2e"]["warm"]["speedup"] and r["kernels"]["totals"] for r in records)

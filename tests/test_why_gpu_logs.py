@@ -4,7 +4,6 @@ and the bounds on what a job's records can make of both."""
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -13,9 +12,7 @@ import pytest
 
 from compiler_core import Options
 from compiler_core.report.result import build_result
-from compiler_core.wire import RecordWriter
-from compiler_core.compile_ids import CompileIds
-from compiler_core.runtime.session import CaptureSession
+from stand_in_session import StandInSession
 from compiler_core.features import autotune, cudagraphs
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "why_gpu_h200.json")
@@ -146,13 +143,7 @@ def test_handler_records_debug_lines_and_hands_on_only_what_torch_would_print():
     from compiler_core.runtime.hooks import cudagraphs as capture_why
     from torch._inductor.cudagraph_utils import log_cudagraph_skip_and_bump_counter
 
-    class Session:
-        recording = True
-        user_file = __file__
-        writer = RecordWriter(io.StringIO())
-        compile_ids = CompileIds()
-        compile_id = CaptureSession.compile_id  # the job's own rule (PyTorch's compile context)
-
+    session = StandInSession(__file__)
     printed = []
     parent = logging.getLogger("torch._inductor")
     seen = logging.Handler()
@@ -161,7 +152,7 @@ def test_handler_records_debug_lines_and_hands_on_only_what_torch_would_print():
     saved = [(logger.level, logger.propagate, list(logger.handlers)) for logger in loggers]
     parent.addHandler(seen)
     try:
-        capture_why.record_cudagraph_log(Session())
+        capture_why.record_cudagraph_log(session)
         logging.getLogger("torch._inductor.cudagraph_trees.__cudagraphs").debug(
             "[0/0] Recording cudagraph tree for graph without symints")
         log_cudagraph_skip_and_bump_counter("skipping cudagraphs due to a test")  # torch's own
@@ -171,7 +162,7 @@ def test_handler_records_debug_lines_and_hands_on_only_what_torch_would_print():
             logger.setLevel(level)
             logger.propagate = propagate
             logger.handlers[:] = handlers
-    records = [json.loads(line) for line in Session.writer._stream.getvalue().splitlines()]
+    records = session.records()
     assert [r["meta"]["message"] for r in records] == [
         "[0/0] Recording cudagraph tree for graph without symints",
         "skipping cudagraphs due to a test"]

@@ -14,8 +14,7 @@ from compiler_core import Options, report_html
 from compiler_core.report.result import build_result
 from compiler_core.features.saved import saved_names
 from compiler_core.runtime.hooks import fusion as fusion_hook
-from compiler_core.compile_ids import CompileIds
-from compiler_core.runtime.session import CaptureSession
+from stand_in_session import StandInSession
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -109,23 +108,6 @@ def test_inference_compile_has_no_saved_activations(fusion_result):
     assert fusion_result["compiles"][0]["saved_activations"] is None
 
 
-class _Writer:
-    def __init__(self):
-        self.records = []
-
-    def emit(self, name, compile_id, payload, **meta):
-        self.records.append({"name": name, "compile_id": compile_id, "meta": meta})
-
-
-class _Session:
-    recording = True
-    compile_id = CaptureSession.compile_id  # the job's own rule (PyTorch's compile context)
-
-    def __init__(self):
-        self.writer = _Writer()
-        self.compile_ids = CompileIds()
-
-
 class _Node:
     def __init__(self, name):
         self.name = name
@@ -142,7 +124,7 @@ def _why_no_fuse(first: str, second: str, reason: str) -> logging.LogRecord:
 
 
 def test_fusion_log_is_capped_per_graph_and_repeats_count_once():
-    session = _Session()
+    session = StandInSession()
     handler = fusion_hook.FusionLog(session)
     for i in range(fusion_hook.DECISIONS_PER_GRAPH + 5):
         handler.emit(_why_no_fuse(f"op{i}", f"op{i + 1}", "no shared data"))
@@ -150,7 +132,7 @@ def test_fusion_log_is_capped_per_graph_and_repeats_count_once():
     end = logging.LogRecord(fusion_hook.IR_LOGGERS["ir_post_fusion"], logging.INFO,
                             __file__, 0, "AFTER FUSION", None, None)
     handler.emit(end)
-    (record,) = session.writer.records
+    (record,) = session.records()
     assert record["name"] == "fusion_log"
     assert len(record["meta"]["decisions"]) == fusion_hook.DECISIONS_PER_GRAPH
     assert record["meta"]["dropped"] == 5
