@@ -21,6 +21,7 @@ from compiler_core import report_html
 from compiler_core.report.trace_log import trace_result
 from compiler_core.gallery import get_example
 from compiler_core.report.trace_log import parse_log
+from plain_trace import traced_folder
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -44,11 +45,7 @@ def cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def trace_dir(tmp_path_factory):
     """The log folder of a real run of the print-graph-break example under TORCH_TRACE."""
-    folder = tmp_path_factory.mktemp("torch_trace")
-    env = {**os.environ, "TORCH_TRACE": str(folder), "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
-    proc = subprocess.run([sys.executable, BREAK.path], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    _, folder = traced_folder([BREAK.path], tmp_path_factory.mktemp("torch_trace"))
     assert [n for n in os.listdir(folder) if n.endswith(".log")], os.listdir(folder)
     return folder
 

@@ -9,11 +9,9 @@ Made in a fresh cache folder, so the first compile is made in full (about 2 MB o
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+
+from plain_trace import traced_folder
 
 ENCODER = """
 import torch, torch.nn as nn
@@ -48,10 +46,7 @@ def encoder_log(tmp_path_factory):
     folder = tmp_path_factory.mktemp("encoder")
     script = folder / "encoder.py"
     script.write_text(ENCODER)
-    env = {**os.environ, "TORCH_TRACE": str(folder / "trace"),
-           "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor")}
-    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (log,) = (folder / "trace").glob("*.log")
+    _, trace = traced_folder([str(script)], folder, timeout=600,
+                             inductor_cache=folder / "inductor")  # the recompiles' cache hits
+    (log,) = trace.glob("*.log")
     return log
