@@ -45,7 +45,7 @@ from . import api, auth, errors, http, origin, pages, reports
 from .budget import Budget, SubmitBudget
 from .graphview import layout_refusal, layout_settings
 from .http import BodyCache
-from .manager import JobManager
+from .manager import RunManager
 from .reports import upload_refusal, upload_settings
 from .store import Store
 from .streams import Limiter
@@ -98,7 +98,7 @@ def heavy_total(config) -> int:
     return max(2 * config["HEAVY_PER_CLIENT"] + 1, config["STREAM_RESERVE"] // 2)
 
 
-def _manager(config, workers: list[Worker] | None) -> JobManager:
+def _manager(config, workers: list[Worker] | None) -> RunManager:
     if config["BROKER"]:
         from .broker import BrokerManager
         return BrokerManager(Broker(config["BROKER"]), config["JOBS_PER_CLIENT"],
@@ -111,5 +111,5 @@ def _manager(config, workers: list[Worker] | None) -> JobManager:
                    for python in (None, *config["ENVIRONMENTS"]) for _ in range(config["WORKERS"])]
     warm = tuple(example.source for _, example in list_lessons()[:1]
                  if config["WARM_FIRST_LESSON"])
-    return JobManager(Store(config["DATA_DIR"]), workers, config["JOBS_PER_CLIENT"], warm=warm,
+    return RunManager(Store(config["DATA_DIR"]), workers, config["JOBS_PER_CLIENT"], warm=warm,
                       cache_bytes=config["RESULT_CACHE_BYTES"])

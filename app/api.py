@@ -1,12 +1,14 @@
-"""The JSON API: views translate HTTP to the job manager and back, nothing more.
+"""The JSON API: views translate HTTP to the run manager and back, nothing more.
 
-Job ids are handles: each submit gets its own, identical submits share one run and its result.
+Each submit gets a handle of its own: its id is `handle` in answers (and `job`, the same id, kept
+for clients written before), the ID of `/api/jobs/ID`. Identical submits share one run and its
+result.
 
     POST /api/compile              {"source", "options"[, "environment"]}
-                                   -> {"job", "key", "status", "cached"}
+                                   -> {"handle", "job", "key", "status", "cached"}
     GET  /api/jobs/ID              -> {"status": queued|running|done|failed, "result": {...}}
     GET  /api/jobs/ID?view=index&since=V, /api/jobs/ID/stage, /api/results/KEY/stage
-                                   -> the result in parts (app/transport.py)
+                                   -> the result a stage at a time (app/transport.py)
     GET  /api/jobs/ID/events       -> text/event-stream: status, one `stage` per stage, `done`
     POST /api/jobs/ID/cancel       -> {"status"} (of this handle; the run stops when no one waits)
     GET  /api/results/KEY          -> {"source", "options", "result"} (the share store)
@@ -15,7 +17,7 @@ Job ids are handles: each submit gets its own, identical submits share one run a
     GET  /api/catalogue             -> stages, options, error kinds, gallery (what the page shows)
 
 Everything a client sends is parsed before anything is held for it (app/validate.py): a bad
-header, query or body is a 4xx, never a 500 and never a leaked stream slot.
+header, query or body is a 4xx, never a 500 and never a leaked stream permit.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from .errors import ApiError
 from .graphview import (GraphRequest, cached_view, find_compile, parse_collapse, parse_expand,
                         view_body)
 from .store import is_key
-from .streams import Slot, event_stream
-from .transport import job_index, stage_answer
+from .streams import Permit, event_stream
+from .transport import handle_index, stage_answer
 from .validate import parse_compile_request, parse_last_event_id
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -49,17 +51,17 @@ def client_id() -> str:
     return request.remote_addr or "unknown"
 
 
-def expensive_slot() -> Slot:
-    """One of this client's few slots for a request that may take seconds (a graph layout, a
+def expensive_permit() -> Permit:
+    """One of this client's few permits for a request that may take seconds (a graph layout, a
     report): a 429 with Retry-After over the caps (app/streams.py)."""
     return current_app.extensions["torchbolt.heavy"].acquire(client_id())
 
 
-def find_job(job_id: str):
-    job = manager().get(job_id)
-    if job is None:
+def find_handle(handle_id: str):
+    handle = manager().get(handle_id)
+    if handle is None:
         raise ApiError(404, "no such job (jobs are kept for an hour; share links for good)")
-    return job
+    return handle
 
 
 @bp.post("/compile")
@@ -67,26 +69,26 @@ def compile_source():
     """Queue a compile, or answer from the store when the same code ran before."""
     source, options, environment = parse_compile_request()
     current_app.extensions["torchbolt.submits"].take(client_id())  # answers from the store too
-    job = manager().submit(source, options, client_id(), environment)
-    return jsonify({"ok": True, "job": job.id, "key": job.key, "status": job.status,
-                    "cached": job.cached}), 202
+    handle = manager().submit(source, options, client_id(), environment)
+    return jsonify({"ok": True, "handle": handle.id, "job": handle.id, "key": handle.key,
+                    "status": handle.status, "cached": handle.cached}), 202
 
 
-@bp.get("/jobs/<job_id>")
-def job_status(job_id: str):
+@bp.get("/jobs/<handle_id>")
+def job_status(handle_id: str):
     """Status and result (partial while running); `?view=index` its index (app/transport.py).
     The whole result is an expensive request: it may be tens of MB of JSON."""
-    job = find_job(job_id)
+    handle = find_handle(handle_id)
     if request.args.get("view") == "index":
-        return jsonify(job_index(job))
-    with expensive_slot():
-        return jsonify(job.to_json())
+        return jsonify(handle_index(handle))
+    with expensive_permit():
+        return jsonify(handle.to_json())
 
 
-@bp.get("/jobs/<job_id>/stage")
-def job_stage(job_id: str):
-    """One stage of the job's result so far: `?compile=0/0&stage=output_code`."""
-    return jsonify(stage_answer(narrowed(find_job(job_id).current_result())))
+@bp.get("/jobs/<handle_id>/stage")
+def job_stage(handle_id: str):
+    """One stage of the handle's result so far: `?compile=0/0&stage=output_code`."""
+    return jsonify(stage_answer(narrowed(find_handle(handle_id).current_result())))
 
 
 def narrowed(result) -> dict | None:
@@ -102,25 +104,25 @@ def narrowed(result) -> dict | None:
                           "kernels": kernels if isinstance(kernels, list) else []}]}
 
 
-@bp.post("/jobs/<job_id>/cancel")
-def cancel_job(job_id: str):
-    """Stop following a job: this handle ends as Cancelled; the run stops unless others
+@bp.post("/jobs/<handle_id>/cancel")
+def cancel_job(handle_id: str):
+    """Stop following a run: this handle ends as Cancelled; the run stops unless others
     submitted the same code and still wait for it."""
-    job = find_job(job_id)
-    manager().cancel(job)
-    return jsonify({"ok": True, "job": job.id, "status": job.status})
+    handle = find_handle(handle_id)
+    manager().cancel(handle)
+    return jsonify({"ok": True, "handle": handle.id, "job": handle.id, "status": handle.status})
 
 
-@bp.get("/jobs/<job_id>/events")
-def job_events(job_id: str):
+@bp.get("/jobs/<handle_id>/events")
+def job_events(handle_id: str):
     """Server-sent events until `done`; resumes after `Last-Event-ID` on reconnect. Refused
     with a 429 over the open-stream caps (app/streams.py): the client then polls."""
-    job = find_job(job_id)
-    start = parse_last_event_id(request.headers.get("Last-Event-ID"))  # before a slot is held
-    slot = current_app.extensions["torchbolt.streams"].acquire(client_id())
-    response = Response(event_stream(job, start, slot), mimetype="text/event-stream",
+    handle = find_handle(handle_id)
+    start = parse_last_event_id(request.headers.get("Last-Event-ID"))  # before a permit is held
+    permit = current_app.extensions["torchbolt.streams"].acquire(client_id())
+    response = Response(event_stream(handle, start, permit), mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    response.call_on_close(slot.release)  # also when the stream never started
+    response.call_on_close(permit.release)  # also when the stream never started
     return response
 
 
@@ -135,9 +137,9 @@ def stored(key: str) -> dict:
 @bp.get("/results/<key>")
 def result(key: str):
     """A stored result with its code and options: one gzipped answer per key, built once
-    (app/results.py) under an expensive-request slot and sent from that one copy to every
+    (app/results.py) under an expensive-request permit and sent from that one copy to every
     connection; without gzip only up to the `plain_answer_bytes` limit (a 406 past it)."""
-    with expensive_slot():
+    with expensive_permit():
         body = manager().store.answer(key) if is_key(key) else None
     if body is None:
         raise ApiError(404, "no result under this share key")
@@ -148,7 +150,8 @@ def result(key: str):
         raise ApiError(406, f"this result is {size / 2**20:.1f} MiB of JSON; a whole result "
                             f"over {most / 2**20:g} MiB (the plain_answer_bytes limit) is sent "
                             "gzipped only: ask with Accept-Encoding: gzip (curl --compressed), "
-                            "or read it in parts (GET /api/results/KEY/stage?compile=&stage=)")
+                            "or read it a stage at a time "
+                            "(GET /api/results/KEY/stage?compile=&stage=)")
     return Response(gzip.decompress(body), mimetype="application/json")
 
 
@@ -178,7 +181,7 @@ def result_graph(key: str):
                           None if expand is None else tuple(expand))
     body = cached_view(wanted)
     if body is None:
-        body = view_body(wanted, manager().result_for(key), client_id(), expensive_slot)
+        body = view_body(wanted, manager().result_for(key), client_id(), expensive_permit)
     return Response(body, mimetype="application/json")
 
 

@@ -1,6 +1,6 @@
-"""The job manager with a Redis broker (`python -m app --broker redis://HOST:PORT/DB`).
+"""The run manager with a Redis broker (`python -m app --broker redis://HOST:PORT/DB`).
 
-The same handles, runs, per-client limit and cancel rules as `manager.JobManager`; what differs:
+The same handles, runs, per-client limit and cancel rules as `manager.RunManager`; what differs:
 
 - runs are queued on the chosen environment's RQ queue and run on worker hosts
   (`python -m compiler_core worker`); identical submits on any web server share one run;
@@ -8,7 +8,7 @@ The same handles, runs, per-client limit and cancel rules as `manager.JobManager
   into its run's engine `Job` (the steps its slot's `Job` published), so events, SSE and
   partial results are as with a local worker; its `result` ends the run through `finish`,
   which stores it on a thread of its own (the follower reads on for every other run);
-- handles are saved in Redis, so any web server answers for any job id (no sticky sessions);
+- handles are saved in Redis, so any web server answers for any handle (no sticky sessions);
 - results go to the shared store in Redis; each server keeps the latest ones it saw in memory,
   and serves them from there while Redis is down; anything else then is a 503.
 
@@ -34,8 +34,8 @@ from compiler_core import (Broker, BrokerDown, Options, QueueRefused, StoreFull,
                            compress_result, environment_identity)
 
 from .errors import ApiError
-from .jobs import Handle, Run
-from .manager import RESULT_CACHE_BYTES, JobManager, limit_reached
+from .manager import RESULT_CACHE_BYTES, RunManager, limit_reached
+from .runs import Handle, Run
 
 CACHED_RESULTS = 256  # compressed results kept in memory per server (~10x smaller than JSON)
 READ_BLOCK_MS = 500
@@ -87,7 +87,7 @@ class FollowedRun(Run):
         self.remote, self.cursor, self.env_id = remote, "0", env_id
 
 
-class BrokerManager(JobManager):
+class BrokerManager(RunManager):
     def __init__(self, broker: Broker, per_client: int, local_slots: int = 0,
                  cache_bytes: int = RESULT_CACHE_BYTES) -> None:
         super().__init__(RedisStore(broker), [], per_client, cache_bytes=cache_bytes)
@@ -111,7 +111,7 @@ class BrokerManager(JobManager):
     def close(self) -> None:
         self._closed.set()
 
-    # -- requests (JobManager's rules; these steps put runs on the broker)
+    # -- requests (RunManager's rules; these steps put runs on the broker)
     def choose_environment(self, requested: str | None) -> tuple[str, str]:
         environments = self.environments()
         if not environments:
@@ -142,12 +142,12 @@ class BrokerManager(JobManager):
             raise limit_reached(self.per_client)
         return lease_id
 
-    def enqueue(self, key, source, options, client, env_id, job_id) -> Run:
+    def enqueue(self, key, source, options, client, env_id, handle_id) -> Run:
         try:
             run_id, position = self.broker.start_run(key, source, options.to_dict(), env_id,
                                                      client, self.max_queued)
         except QueueRefused as refused:  # compiler_core/fairness.py's admission, in Redis
-            self.broker.release_leases([(client, job_id)])  # the lease `admit` took
+            self.broker.release_leases([(client, handle_id)])  # the lease `admit` took
             raise ApiError(refused.status, refused.message, headers={"Retry-After": "30"}) \
                 from None
         run = self._watch(run_id, key, source, options, env_id)
@@ -162,14 +162,14 @@ class BrokerManager(JobManager):
                                             "client": handle.client})
         return super().add(handle)
 
-    def lookup(self, job_id: str) -> Handle | None:
+    def lookup(self, handle_id: str) -> Handle | None:
         """A handle another server made (adopted: its run followed here)."""
-        meta = self.broker.load_handle(job_id)
+        meta = self.broker.load_handle(handle_id)
         if meta is None:
             return None
         with self.lock:
             run = self._adopt(meta["run"]) if meta["run"] else self._stored_run(meta["key"])
-            return run and Handle(run, meta["client"], job_id)
+            return run and Handle(run, meta["client"], handle_id)
 
     def cancel(self, handle: Handle) -> None:
         super().cancel(handle)
@@ -254,7 +254,7 @@ class BrokerManager(JobManager):
             self.broker.dispatch(run.env_id)  # its slot is free: the next client's turn
 
     def finish(self, run: FollowedRun, result: dict | None, message: str | None = None) -> None:
-        """`JobManager.finish`, then stop following the run and end its submits' leases."""
+        """`RunManager.finish`, then stop following the run and end its submits' leases."""
         super().finish(run, result, message)
         with self.lock:
             self._following.pop(run.remote, None)

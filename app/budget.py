@@ -3,7 +3,7 @@
 `Budget` gives each client (its peer address, as for every per-client limit) `capacity` at once,
 refilled at `per_second`; a request that needs more than is left is a 429 that says when to try
 again. Three spend one: submits (`SubmitBudget`: every submit costs one token, an answer from the
-store too: it is at once, but it is a handle kept for an hour, manager.KEEP_JOBS_S, so a resubmit
+store too: it is at once, but it is a handle kept for an hour, manager.KEEP_HANDLES_S, so a resubmit
 loop must not be free), graph layouts (seconds of layout, app/graphview.py) and uploads (bytes
 added to the share store, app/reports.py).
 """

@@ -10,7 +10,7 @@ unknown `expand` id, a reordered list or a `collapse` that opens the same groups
 view; each request as asked is remembered as a small alias of its view, so a view asked again
 is answered without reading the result. A layout the cache cannot answer spends the client's
 layout seconds (the `layout_seconds_per_client` limit) and holds one of its few
-expensive-request slots (`app/streams.py`). Any result may be forged: a graph that cannot be
+expensive-request permits (`app/streams.py`). Any result may be forged: a graph that cannot be
 shown is a 422 of that result, a view over `graph_nodes_laid_out` items a 413; never a 500.
 """
 
@@ -104,9 +104,9 @@ def cached_view(wanted: GraphRequest) -> bytes | None:
     return None if view is None else current_app.extensions["torchbolt.graph_cache"].get(view)
 
 
-def view_body(wanted: GraphRequest, result, client: str, slot) -> bytes:
+def view_body(wanted: GraphRequest, result, client: str, permit) -> bytes:
     """The view's JSON: from the cache under its `GraphView`, else laid out now under the
-    client's layout budget and an expensive-request `slot()`; kept while the result is final."""
+    client's layout budget and an expensive-request `permit()`; kept while the result is final."""
     if result is None:
         raise ApiError(404, "no result under this key")
     compiled = find_compile(result, wanted.compile_id)
@@ -120,7 +120,7 @@ def view_body(wanted: GraphRequest, result, client: str, slot) -> bytes:
     body = cache.get(view)
     if body is None:
         layouts = current_app.extensions["torchbolt.layouts"]
-        with layouts.spending_seconds(client), slot():
+        with layouts.spending_seconds(client), permit():
             laid = graph_view(compiled, wanted.stage, result, "auto", list(view.expanded))
         body = current_app.json.dumps(laid, separators=(",", ":")).encode("utf-8")
     if is_final(result):

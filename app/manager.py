@@ -1,6 +1,6 @@
-"""The job manager: a fair queue in front of warm `compiler_core.Worker`s, the store behind them.
+"""The run manager: a fair queue in front of warm `compiler_core.Worker`s, the store behind them.
 
-- Each submit gets its own handle (`jobs.Handle`); identical submits (same content key) share one
+- Each submit gets its own handle (`runs.Handle`); identical submits (same content key) share one
   run: a new submit joins the run already queued or running, or is answered from the store at
   once (a cache hit, whose handle holds the key: results are read through the store's shared
   cache, app/results.py), unless the stored run ended for a transient reason.
@@ -11,12 +11,12 @@
   children, never in this process. Every finished result except a cancelled one is stored, on a
   thread of its own (a big result takes seconds to compress: the runner goes on to the next
   run meanwhile); the run's handles hear it ended once it is stored, and the run then keeps
-  only its key (app/jobs.py).
+  only its key (app/runs.py).
 
 These rules are the Redis manager's too (app/broker.py), which overrides public steps only: of a
-submit (`choose_environment`, `joinable`, `admit`, `enqueue`, `add`), of finding a job id
+submit (`choose_environment`, `joinable`, `admit`, `enqueue`, `add`), of finding a handle
 (`lookup`), of a cancel, and of a run's end (`finish`, `keep`). Every queued run ends through
-`finish`, whichever path ended it (the lifecycle itself is app/jobs.py's).
+`finish`, whichever path ended it (the lifecycle itself is app/runs.py's).
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from compiler_core import (ErrorKind, FairQueue, Options, Worker, empty_result, 
                            environment_id, environment_identity)
 
 from .errors import ApiError
-from .jobs import Handle, Run
 from .results import CachedStore
+from .runs import Handle, Run
 from .store import Store, content_key
 
 MAX_QUEUED = 64
 PER_CLIENT = 2
-KEEP_JOBS_S = 3600
+KEEP_HANDLES_S = 3600
 RESULT_CACHE_BYTES = 128 * 1024 * 1024
 PROBE_SOURCE = "# torchbolt's start-up probe: reports the environment\n"
 WARM_CLIENT = "torchbolt warm-up"
@@ -97,7 +97,7 @@ def limit_reached(per_client: int) -> ApiError:
                          f"per client is {per_client}); wait for one to finish or cancel one")
 
 
-class JobManager:
+class RunManager:
     def __init__(self, store: Store, workers: list[Worker], per_client: int = PER_CLIENT,
                  max_queued: int = MAX_QUEUED, warm: tuple[str, ...] = (),
                  cache_bytes: int = RESULT_CACHE_BYTES):
@@ -115,7 +115,7 @@ class JobManager:
         # because a cancel holding it may end a run, which takes it again.
         self.lock = threading.RLock()
 
-    def start(self) -> "JobManager":
+    def start(self) -> "RunManager":
         """Start the workers and their runner threads; returns at once (warm-up is ~15 s)."""
         for number, pool in enumerate(self._pools):
             for index, worker in enumerate(pool.workers):
@@ -146,15 +146,15 @@ class JobManager:
                 if stored and not ErrorKind.is_transient(error):  # transient: run it again
                     run = Run.stored(key, options, stored["result"], self.store.get)
                     return self.add(Handle(run, client))
-            job_id = self.admit(client)
+            handle_id = self.admit(client)
             if run is None:
                 run = self._active[key] = self.enqueue(key, source, options, client, env_id,
-                                                       job_id)
-            return self.add(Handle(run, client, job_id))
+                                                       handle_id)
+            return self.add(Handle(run, client, handle_id))
 
     # -- the steps of a submit (app/broker.py replaces these)
     def admit(self, client: str) -> str:
-        """The job id of `client`'s new live submit; a 429 when it already has `per_client`
+        """The handle id of `client`'s new live submit; a 429 when it already has `per_client`
         submits queued or running."""
         if self.live_count(client) >= self.per_client:
             raise limit_reached(self.per_client)
@@ -184,9 +184,9 @@ class JobManager:
         return None if run is None or run.job.cancelled else run  # being cancelled: start afresh
 
     def enqueue(self, key: str, source: str, options: Options, client: str,
-                env_id: str | None, job_id: str) -> Run:
+                env_id: str | None, handle_id: str) -> Run:
         """A new run of `key`, queued for `client`'s turn (told `queued` with its place);
-        `job_id` is what `admit` gave this submit (the fleet's lease, released on a refusal)."""
+        `handle_id` is what `admit` gave this submit (the fleet's lease, released on a refusal)."""
         queue = self._pool(env_id).queue
         refusal = queue.refusal(client, self.max_queued)  # compiler_core/fairness.py
         if refusal:
@@ -227,16 +227,16 @@ class JobManager:
             if any(pool.queue.remove(run) for pool in self._pools):
                 self.finish(run, cancelled("cancelled before it started"))
 
-    def get(self, job_id: str) -> Handle | None:
-        """The handle of a job id: this server's, else one `lookup` finds."""
-        handle = self._handles.get(job_id)
-        if handle is None and (handle := self.lookup(job_id)) is not None:
+    def get(self, handle_id: str) -> Handle | None:
+        """The handle of an id: this server's, else one `lookup` finds."""
+        handle = self._handles.get(handle_id)
+        if handle is None and (handle := self.lookup(handle_id)) is not None:
             with self.lock:
-                self._handles[job_id] = handle
+                self._handles[handle_id] = handle
         return handle
 
-    def lookup(self, job_id: str) -> Handle | None:
-        """The handle of a job id this server did not make: none here (with Redis, one that
+    def lookup(self, handle_id: str) -> Handle | None:
+        """The handle of an id this server did not make: none here (with Redis, one that
         another web server made)."""
         return None
 
@@ -258,7 +258,7 @@ class JobManager:
         return stored["result"] if stored else None
 
     def add(self, handle: Handle) -> Handle:
-        """Keep a submit's handle, so `get` answers for its job id."""
+        """Keep a submit's handle, so `get` answers for its id."""
         self._handles[handle.id] = handle
         return handle
 
@@ -295,9 +295,9 @@ class JobManager:
 
     def _prune(self) -> None:
         now = time.monotonic()
-        for job_id in [h.id for h in self._handles.values()
-                       if h.is_finished and now - h.finished > KEEP_JOBS_S]:
-            del self._handles[job_id]
+        for handle_id in [h.id for h in self._handles.values()
+                          if h.is_finished and now - h.finished > KEEP_HANDLES_S]:
+            del self._handles[handle_id]
 
     # -- runner threads
     def _runner(self, pool: Pool, worker: Worker, probe: bool) -> None:

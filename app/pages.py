@@ -11,7 +11,7 @@ from flask import Blueprint, render_template
 
 from compiler_core import catalogue, list_examples, list_lessons
 
-from .api import expensive_slot, manager, stored
+from .api import expensive_permit, manager, stored
 
 bp = Blueprint("pages", __name__)
 
@@ -40,5 +40,5 @@ def index():
 def shared(key: str):
     """The explorer with a stored result's code and result loaded (the whole result: an
     expensive request)."""
-    with expensive_slot():
+    with expensive_permit():
         return render_template("index.html", boot=boot_data(stored(key)))

@@ -30,7 +30,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from compiler_core import (MalformedResult, TraceError, engine_version, placeholder_source,
                            limit, read_trace_folder, report_html)
 
-from .api import client_id, expensive_slot, manager, stored
+from .api import client_id, expensive_permit, manager, stored
 from .errors import ApiError
 from .graphview import is_final
 from .store import KEY_CHARS
@@ -42,14 +42,14 @@ MAX_FILES = 64
 @bp.get("/results/<key>/report.html")
 def report(key: str):
     """A stored result as a report file to download (no recompile). Built once per key, under
-    an expensive-request slot and the client's layout budget (its graphs may take the
+    an expensive-request permit and the client's layout budget (its graphs may take the
     `layout_seconds` limit each to lay out), and
     kept in a cache bounded by bytes while the result is final."""
     cache = current_app.extensions["torchbolt.report_cache"]
     html = cache.get(key)
     if html is None:
         layouts = current_app.extensions["torchbolt.layouts"]
-        with layouts.spending_seconds(client_id()), expensive_slot():
+        with layouts.spending_seconds(client_id()), expensive_permit():
             entry = stored(key)
             html = built_report(entry)
             if is_final(entry["result"]):

@@ -21,8 +21,9 @@ HEARTBEAT_S = 15
 log = logging.getLogger(__name__)  # a child of the Flask app's logger ("app")
 
 
-class Slot:
-    """One held place under a `Limiter`; released once, however often `release` is called."""
+class Permit:
+    """Leave to hold one place under a `Limiter`; released once, however often `release` is
+    called."""
 
     def __init__(self, limiter: "Limiter", client: str):
         self._limiter, self._client, self._held = limiter, client, True
@@ -35,7 +36,7 @@ class Slot:
                 if not self._limiter.open[self._client]:
                     del self._limiter.open[self._client]
 
-    def __enter__(self) -> "Slot":
+    def __enter__(self) -> "Permit":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -50,8 +51,8 @@ class Limiter:
         self.open: Counter = Counter()
         self.lock = threading.Lock()
 
-    def acquire(self, client: str) -> Slot:
-        """A slot, or a 429 ApiError; release the slot when the work ends."""
+    def acquire(self, client: str) -> Permit:
+        """A permit, or a 429 ApiError; release the permit when the work ends."""
         with self.lock:
             if self.open[client] >= self.per_client:
                 refuse(f"this client already has {self.per_client} {self.what} (the limit per "
@@ -59,7 +60,7 @@ class Limiter:
             if sum(self.open.values()) >= self.total:
                 refuse(f"the server has {self.total} {self.what}, its limit; {self.instead}")
             self.open[client] += 1
-            return Slot(self, client)
+            return Permit(self, client)
 
     def count(self, client: str | None = None) -> int:
         with self.lock:
@@ -70,17 +71,17 @@ def refuse(message: str) -> None:
     raise ApiError(429, message, headers={"Retry-After": "5"})
 
 
-def event_stream(job, start: int, slot: Slot):
-    """The job's events numbered after `start` as SSE, a keep-alive comment while none comes,
-    until `done`. Releases the slot when it ends; an unexpected error ends the stream (its
+def event_stream(handle, start: int, permit: Permit):
+    """The handle's events numbered after `start` as SSE, a keep-alive comment while none comes,
+    until `done`. Releases the permit when it ends; an unexpected error ends the stream (its
     headers are sent: it can no longer become an error response) and is logged."""
     index = start
     try:
         yield "retry: 1000\n\n"
         while True:
-            batch = job.events_after(index, HEARTBEAT_S)
+            batch = handle.events_after(index, HEARTBEAT_S)
             if not batch:
-                if job.is_finished:
+                if handle.is_finished:
                     return
                 yield ": keep-alive\n\n"
             for event in batch:
@@ -89,6 +90,6 @@ def event_stream(job, start: int, slot: Slot):
                 if event["type"] == "done":
                     return
     except Exception:  # the safety net of a response whose headers are sent
-        log.exception("the event stream of job %s failed", job.id)
+        log.exception("the event stream of handle %s failed", handle.id)
     finally:
-        slot.release()
+        permit.release()

@@ -1,5 +1,5 @@
-"""A result in parts, so that big results travel once: a running job's result *index* (its
-stages without their texts), polled with a `since` cursor that answers only when something is
+"""A result a stage at a time, so that big results travel once: a running job's result *index*
+(its stages without their texts), polled with a `since` cursor that answers only when something is
 new, and one stage's text when the page shows it (both gzipped by app/http.py).
 
     GET /api/jobs/ID?view=index[&since=V]   -> the job, its result as an index, `version`;
@@ -16,8 +16,8 @@ from compiler_core import result_index, stage_part
 from .errors import ApiError
 
 
-def job_index(handle) -> dict:
-    """The job as `to_json` gives it, its result as an index; nothing of the result when the
+def handle_index(handle) -> dict:
+    """The handle as `to_json` gives it, its result as an index; nothing of the result when the
     client's `since` is the current version."""
     version = handle.version
     unchanged = request.args.get("since") == version

@@ -43,7 +43,7 @@ def test_compile_then_poll_gives_every_stage(compiled):
 
 def test_events_stream_stages_then_done(client):
     job = client.post("/api/compile", json={"source": TINY + "# events\n"}).get_json()
-    response = client.get(f"/api/jobs/{job['job']}/events")
+    response = client.get(f"/api/jobs/{job['handle']}/events")
     assert response.mimetype == "text/event-stream"
     events = sse_events(response)
     kinds = [kind for kind, _ in events]
@@ -56,8 +56,8 @@ def test_events_stream_stages_then_done(client):
 
 def test_events_resume_after_last_event_id(client, compiled):
     job = compiled(TINY)
-    everything = sse_events(client.get(f"/api/jobs/{job['job']}/events"))
-    rest = sse_events(client.get(f"/api/jobs/{job['job']}/events", headers={"Last-Event-ID": "2"}))
+    everything = sse_events(client.get(f"/api/jobs/{job['handle']}/events"))
+    rest = sse_events(client.get(f"/api/jobs/{job['handle']}/events", headers={"Last-Event-ID": "2"}))
     assert rest == everything[3:]
 
 
@@ -65,7 +65,7 @@ def test_identical_submit_is_served_from_the_store(client, compiled):
     first = compiled(BREAK)
     started = time.perf_counter()
     again = client.post("/api/compile", json={"source": BREAK, "options": {}}).get_json()
-    job = client.get(f"/api/jobs/{again['job']}").get_json()
+    job = client.get(f"/api/jobs/{again['handle']}").get_json()
     latency = time.perf_counter() - started
     assert again["cached"] and again["key"] == first["key"] and job["status"] == "done"
     assert job["result"]["compiles"] == first["result"]["compiles"]
@@ -109,15 +109,15 @@ def test_timeout_says_so_and_is_not_reused(client, compiled):
     again = client.post("/api/compile", json={"source": "import time\n\nwhile True:\n    time.sleep(0.01)\n",
                                               "options": {"timeout": 1}}).get_json()
     assert not again["cached"]
-    wait_for_job(client, again["job"])
+    wait_for_job(client, again["handle"])
 
 
 def test_cancel_stops_a_running_job(client):
     job = client.post("/api/compile", json={"source": "import time\ntime.sleep(60)\n"}).get_json()
-    while client.get(f"/api/jobs/{job['job']}").get_json()["status"] == "queued":
+    while client.get(f"/api/jobs/{job['handle']}").get_json()["status"] == "queued":
         time.sleep(0.05)
-    assert client.post(f"/api/jobs/{job['job']}/cancel").get_json()["ok"]
-    done = wait_for_job(client, job["job"], timeout=20)
+    assert client.post(f"/api/jobs/{job['handle']}/cancel").get_json()["ok"]
+    done = wait_for_job(client, job["handle"], timeout=20)
     assert done["result"]["error"]["type"] == "Cancelled"
 
 

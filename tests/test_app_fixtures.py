@@ -80,7 +80,7 @@ class Compiler:
                     break
                 time.sleep(0.2)
             assert response.status_code == 202, response.get_json()
-            self.jobs[key] = wait_for_job(self.client, response.get_json()["job"])
+            self.jobs[key] = wait_for_job(self.client, response.get_json()["handle"])
         return self.jobs[key]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 
-from app.manager import JobManager
+from app.manager import RunManager
 from app.store import Store
 from compiler_core.supervisor.process import JobProcess
 
@@ -19,7 +19,7 @@ def test_a_probe_whose_job_process_dies_is_reported(worker, tmp_path, monkeypatc
     monkeypatch.setattr(JobProcess, "spec", lambda self, *args: {**spec(self, *args),
                                                                  "job_dir": "/nonexistent/job"})
     caplog.set_level(logging.ERROR, logger="torchbolt.manager")
-    manager = JobManager(Store(str(tmp_path)), [worker]).start()  # the session's warm worker
+    manager = RunManager(Store(str(tmp_path)), [worker]).start()  # the session's warm worker
     started = time.monotonic()
     while not manager.status().get("unavailable"):
         assert time.monotonic() - started < REPORTED_WITHIN_S, "the probe's failure went unsaid"

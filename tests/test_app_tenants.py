@@ -107,7 +107,7 @@ def test_token_needed_by_api_pages_and_static_files(extra_app):
     bearer = {"Authorization": "Bearer s3cret-token"}
     job = anonymous.post("/api/compile", json={"source": quick("1")}, headers=bearer)
     assert job.status_code == 202
-    done = anonymous.get(f"/api/jobs/{job.get_json()['job']}", headers=bearer)
+    done = anonymous.get(f"/api/jobs/{job.get_json()['handle']}", headers=bearer)
     assert done.status_code == 200
     # browsers: ?token= on any page sets the cookie and redirects to the URL without it
     browser = app.test_client()
@@ -121,7 +121,7 @@ def test_token_needed_by_api_pages_and_static_files(extra_app):
     assert browser.get("/api/status?token=nope").status_code == 200  # the cookie suffices
     while done.get_json()["status"] not in ("done", "failed"):
         time.sleep(0.05)
-        done = anonymous.get(f"/api/jobs/{job.get_json()['job']}", headers=bearer)
+        done = anonymous.get(f"/api/jobs/{job.get_json()['handle']}", headers=bearer)
     assert done.get_json()["result"]["stdout"] == "1\n"
 
 
@@ -135,32 +135,32 @@ def test_cancel_detaches_one_handle_and_the_run_goes_on(app):
     a, b = client_at(app, "10.1.0.1"), client_at(app, "10.1.0.2")
     source = sleeper(1.5)
     job_a, job_b = submit(a, source), submit(b, source)
-    assert job_a["job"] != job_b["job"] and job_a["key"] == job_b["key"]
-    cancel = b.post(f"/api/jobs/{job_b['job']}/cancel").get_json()
+    assert job_a["handle"] != job_b["handle"] and job_a["key"] == job_b["key"]
+    cancel = b.post(f"/api/jobs/{job_b['handle']}/cancel").get_json()
     assert cancel["ok"] and cancel["status"] == "failed"
-    mine = b.get(f"/api/jobs/{job_b['job']}").get_json()
+    mine = b.get(f"/api/jobs/{job_b['handle']}").get_json()
     assert mine["status"] == "failed" and mine["result"]["error"]["type"] == "Cancelled"
     assert "keeps running for 1 other submit" in mine["result"]["error"]["message"]
-    events = b.get(f"/api/jobs/{job_b['job']}/events").get_data(as_text=True)
+    events = b.get(f"/api/jobs/{job_b['handle']}/events").get_data(as_text=True)
     last = json.loads(events.rstrip().rsplit("data: ", 1)[1])
     assert last["type"] == "done" and last["error"]["type"] == "Cancelled"
-    theirs = wait_for_job(a, job_a["job"])
+    theirs = wait_for_job(a, job_a["handle"])
     assert theirs["status"] == "done" and theirs["result"]["stdout"] == "slept\n"
     again = submit(b, source)  # the result was stored: a cache hit, answered at once
-    assert again["cached"] and again["status"] == "done" and again["job"] != job_b["job"]
+    assert again["cached"] and again["status"] == "done" and again["handle"] != job_b["handle"]
 
 
 def test_run_is_cancelled_when_its_last_handle_is(app):
     a, b = client_at(app, "10.2.0.1"), client_at(app, "10.2.0.2")
     source = endless()
     job_a = submit(a, source, timeout=20)
-    wait_status(a, job_a["job"], "running")
+    wait_status(a, job_a["handle"], "running")
     job_b = submit(b, source, timeout=20)
-    run = app.extensions["torchbolt.jobs"].get(job_a["job"]).run
-    assert app.extensions["torchbolt.jobs"].get(job_b["job"]).run is run  # joined, not re-run
-    a.post(f"/api/jobs/{job_a['job']}/cancel")
+    run = app.extensions["torchbolt.jobs"].get(job_a["handle"]).run
+    assert app.extensions["torchbolt.jobs"].get(job_b["handle"]).run is run  # joined, not re-run
+    a.post(f"/api/jobs/{job_a['handle']}/cancel")
     assert not run.job.cancelled
-    b.post(f"/api/jobs/{job_b['job']}/cancel")
+    b.post(f"/api/jobs/{job_b['handle']}/cancel")
     assert run.job.cancelled
     started = time.monotonic()
     while not run.is_finished:
@@ -177,20 +177,20 @@ def test_cancel_is_only_through_the_handle(app, client):
 def test_one_client_cannot_starve_another(app):
     x, y = client_at(app, "10.4.0.1"), client_at(app, "10.4.0.2")
     first = submit(x, sleeper(2))
-    wait_status(x, first["job"], "running")
+    wait_status(x, first["handle"], "running")
     backlog = submit(x, endless(), timeout=20)  # FIFO would run this before y's job
     started = time.monotonic()
     small = submit(y, quick("y"))
-    y_done = wait_for_job(y, small["job"], timeout=30)
+    y_done = wait_for_job(y, small["handle"], timeout=30)
     waited = time.monotonic() - started
-    x.post(f"/api/jobs/{backlog['job']}/cancel")
+    x.post(f"/api/jobs/{backlog['handle']}/cancel")
     assert y_done["status"] == "done" and y_done["result"]["stdout"] == "y\n"
     # had x's endless job gone first, y would have waited for its 20 s time limit
     assert waited < 10, f"y waited {waited:.1f} s (x's running job sleeps 2 s)"
-    queued = json.loads(y.get(f"/api/jobs/{small['job']}/events").get_data(as_text=True)
+    queued = json.loads(y.get(f"/api/jobs/{small['handle']}/events").get_data(as_text=True)
                         .split("data: ", 1)[1].split("\n", 1)[0])
     assert queued == {"type": "status", "status": "queued", "position": 1}
-    assert wait_for_job(x, first["job"])["status"] == "done"
+    assert wait_for_job(x, first["handle"])["status"] == "done"
 
 
 def test_the_fair_queue_takes_runs_by_round_then_queued_order():
@@ -216,14 +216,14 @@ def test_third_concurrent_job_of_a_client_is_refused(app):
         source = sleeper(0.1)
         shared = submit(other, source)
         assert_error(x.post("/api/compile", json={"source": source}), 429)  # joining counts too
-        x.post(f"/api/jobs/{jobs[1]['job']}/cancel")
+        x.post(f"/api/jobs/{jobs[1]['handle']}/cancel")
         jobs[1] = submit(x, source)  # the cancel freed a slot
         assert jobs[1]["key"] == shared["key"]
     finally:
         for job in jobs:
-            x.post(f"/api/jobs/{job['job']}/cancel")
-    assert x.get(f"/api/jobs/{jobs[0]['job']}").get_json()["result"]["error"]["type"] == "Cancelled"
-    wait_for_job(other, shared["job"])
+            x.post(f"/api/jobs/{job['handle']}/cancel")
+    assert x.get(f"/api/jobs/{jobs[0]['handle']}").get_json()["result"]["error"]["type"] == "Cancelled"
+    wait_for_job(other, shared["handle"])
 
 
 def test_timeout_cap(extra_app, tmp_path):
@@ -233,7 +233,7 @@ def test_timeout_cap(extra_app, tmp_path):
     assert "at most 120 s" in error and "--max-timeout" in error
     app = extra_app(MAX_TIMEOUT=300)
     job = submit(app.test_client(), quick("2"), timeout=300)
-    assert wait_for_job(app.test_client(), job["job"])["status"] == "done"
+    assert wait_for_job(app.test_client(), job["handle"])["status"] == "done"
     low = create_app({"TESTING": True, "DATA_DIR": app.config["DATA_DIR"], "MAX_TIMEOUT": 30},
                      workers=[])
     with low.test_request_context():
@@ -251,7 +251,7 @@ def test_source_with_a_lone_surrogate_is_a_400(client):
 def test_open_streams_per_client_are_capped(app):
     x, y = client_at(app, "10.6.0.1"), client_at(app, "10.6.0.2")
     job = submit(x, sleeper(30), timeout=40)
-    url = f"/api/jobs/{job['job']}/events"
+    url = f"/api/jobs/{job['handle']}/events"
     streams = [x.get(url, buffered=False) for _ in range(4)]
     try:
         assert [s.status_code for s in streams] == [200] * 4
@@ -263,7 +263,7 @@ def test_open_streams_per_client_are_capped(app):
     finally:
         for stream in streams:
             stream.close()
-        x.post(f"/api/jobs/{job['job']}/cancel")
+        x.post(f"/api/jobs/{job['handle']}/cancel")
     streams = app.extensions["torchbolt.streams"]
     assert streams.count("10.6.0.1") == streams.count("10.6.0.2") == 0  # slots given back
 
@@ -287,7 +287,7 @@ def test_status_answers_at_once_with_200_streams_open(extra_app):
     threading.Thread(target=server.run, daemon=True).start()
     port, local = server.effective_port, app.test_client()
     job = submit(local, endless(), timeout=20)
-    request = f"GET /api/jobs/{job['job']}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    request = f"GET /api/jobs/{job['handle']}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
     sockets, latencies = [], []
 
     def status_latency() -> float:
@@ -312,7 +312,7 @@ def test_status_answers_at_once_with_200_streams_open(extra_app):
     finally:
         for sock in sockets:
             sock.close()
-        local.post(f"/api/jobs/{job['job']}/cancel")
+        local.post(f"/api/jobs/{job['handle']}/cancel")
         server.close()
     print(f"/api/status under 200 event streams: {latencies[0] * 1000:.0f} ms while "
           f"connecting, {latencies[1] * 1000:.0f} ms with 8 open")

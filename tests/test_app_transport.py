@@ -27,13 +27,13 @@ def polled(client):
     deadline = time.monotonic() + LOAD_PROOF_TIMEOUT_S + 60
     while data["status"] not in ("done", "failed") and time.monotonic() < deadline:
         query = {"view": "index", **({"since": since} if since else {})}
-        response = client.get(f"/api/jobs/{job['job']}", query_string=query)
+        response = client.get(f"/api/jobs/{job['handle']}", query_string=query)
         moved += len(response.get_data())
         data = response.get_json()
         unchanged += data["unchanged"]
         since = data["version"]
         time.sleep(0.02)
-    full = client.get(f"/api/jobs/{job['job']}").get_json()
+    full = client.get(f"/api/jobs/{job['handle']}").get_json()
     return {"job": job, "moved": moved, "unchanged": unchanged, "last": data, "full": full}
 
 
@@ -51,7 +51,7 @@ def test_index_has_no_texts_and_each_stage_comes_on_demand(client, polled):
     assert compiled0["indexed"] and set(compiled0["stages"]) == set(full["stages"])
     for name, summary in compiled0["stages"].items():
         assert "text" not in summary and summary["size"] == len(full["stages"][name]["text"])
-        part = client.get(f"/api/jobs/{job['job']}/stage",
+        part = client.get(f"/api/jobs/{job['handle']}/stage",
                           query_string={"compile": "0/0", "stage": name}).get_json()
         assert part["artifact"] == full["stages"][name]
     kernels = client.get(f"/api/results/{job['key']}/stage",
@@ -62,7 +62,7 @@ def test_index_has_no_texts_and_each_stage_comes_on_demand(client, polled):
 
 
 def test_since_the_current_version_sends_no_result(client, polled):
-    job_id = polled["job"]["job"]
+    job_id = polled["job"]["handle"]
     assert polled["last"]["version"] == "final"
     again = client.get(f"/api/jobs/{job_id}?view=index&since=final").get_json()
     assert again["unchanged"] and again["result"] is None and again["status"] == "done"
@@ -70,12 +70,12 @@ def test_since_the_current_version_sends_no_result(client, polled):
 
 def test_a_small_final_result_travels_whole(client, compiled):
     job = compiled(TINY)
-    index = client.get(f"/api/jobs/{job['job']}?view=index").get_json()
+    index = client.get(f"/api/jobs/{job['handle']}?view=index").get_json()
     assert index["result"] == job["result"] and "indexed" not in index["result"]["compiles"][0]
 
 
 def test_stage_answers_are_gzipped_and_unknown_stages_404(client, polled):
-    job_id = polled["job"]["job"]
+    job_id = polled["job"]["handle"]
     response = client.get(f"/api/jobs/{job_id}/stage", headers={"Accept-Encoding": "gzip"},
                           query_string={"compile": "0/0", "stage": "output_code"})
     assert response.headers["Content-Encoding"] == "gzip"

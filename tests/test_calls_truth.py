@@ -118,7 +118,7 @@ def test_the_script_runs_the_same_under_torchbolt(result, reference):
 def test_results_validate_against_the_schema(result, arguments_result):
     for each in (result, arguments_result):
         jsonschema.validate(each, SCHEMA)
-        assert not [e for e in each["stage_errors"] if e["stage"] == "schema"]
+        assert not [e for e in each["stage_errors"] if e["step"] == "schema"]
 
 
 def test_each_call_is_labelled_with_what_ran(result, reference):

@@ -64,7 +64,7 @@ def test_a_reset_compiles_again_as_compiles_of_their_own(live, reference):
     assert "sin" in compiles["0/0"]["stages"]["dynamo_graph"]["text"]
     assert "cos" in compiles["[reset 1] 0/0"]["stages"]["dynamo_graph"]["text"]
     assert "sin" not in compiles["[reset 1] 0/0"]["stages"]["dynamo_graph"]["text"]
-    assert not [e for e in live["stage_errors"] if e["stage"] == "schema"]
+    assert not [e for e in live["stage_errors"] if e["step"] == "schema"]
 
 
 def test_the_recompile_and_the_calls_name_the_compiles_of_their_numbering(live):

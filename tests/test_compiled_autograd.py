@@ -47,7 +47,7 @@ def test_each_backward_compiled_autograd_captured_is_shown_as_its_compile(galler
         assert stage["text"].startswith("class CompiledAutograd")
         assert "def forward(self, inputs" in stage["text"]
         assert any(stage["src_lines"])  # its ops' lines in the script (the forward's)
-    assert not [e for e in live["stage_errors"] if e["stage"] == "schema"]
+    assert not [e for e in live["stage_errors"] if e["step"] == "schema"]
 
 
 def test_a_log_of_the_same_script_shows_the_same_graphs(gallery_results, reference):

@@ -77,10 +77,10 @@ def test_a_mistyped_record_costs_only_itself_and_is_named():
     errors: list[dict] = []
     kept = typed_records(records + [forged, unknown], errors)
     assert forged not in kept and real in kept and unknown in kept
-    assert errors == [{"compile_id": None, "stage": "compiled_callable", "message":
+    assert errors == [{"compile_id": None, "step": "compiled_callable",
+                       "stage": "compiled_callable", "message":
                        "a compiled_callable record was dropped: its meta field 'index' is not "
                        "integer (calls)"}]
     result = build_result(records + [forged, unknown], USER_FILE)
     assert [c["name"] for c in result["compiled_callables"]] == [real["meta"]["name"]]
     assert result["stage_errors"] == errors
-

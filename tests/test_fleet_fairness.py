@@ -229,7 +229,7 @@ def test_a_sent_run_holds_its_slot_until_its_result(scratch):
 
 def test_a_clients_third_job_is_a_429_on_either_web_server(web_servers, worker_host):
     one, two = web_servers(2)
-    jobs = [submit(one, A, "limit0", 20)[1]["job"], submit(two, A, "limit1")[1]["job"]]
+    jobs = [submit(one, A, "limit0", 20)[1]["handle"], submit(two, A, "limit1")[1]["handle"]]
     lease_ends = worker_host.zscore(protocol.lease_key(A), jobs[0])
     refusal = limit_reached(2).message
     for port in (one, two):
@@ -244,7 +244,7 @@ def test_a_clients_third_job_is_a_429_on_either_web_server(web_servers, worker_h
     assert call(two, "POST", f"/api/jobs/{jobs[1]}/cancel", A)[1]["status"] == "failed"
     code, third = submit(one, A, "limit2")  # the cancel (on the other server) freed a place
     assert code == 202
-    for port, client, job in [(one, A, jobs[0]), (one, A, third["job"]), (two, B, other["job"])]:
+    for port, client, job in [(one, A, jobs[0]), (one, A, third["handle"]), (two, B, other["handle"])]:
         call(port, "POST", f"/api/jobs/{job}/cancel", client)
     wait_for(lambda: status(one, A, jobs[0]) == "failed", 10, "the running job to be cancelled")
     wait_for(lambda: not worker_host.zcard(protocol.lease_key(A)), 10, "A's leases to go")
@@ -255,10 +255,10 @@ def test_a_burst_waits_behind_other_clients_single_jobs(web_servers, worker_host
     wait_for(lambda: all(not json.loads(worker_host.get(key) or "{}").get("busy")
                          for key in worker_host.scan_iter(match=protocol.slot_key("*"))),
              30, "the slot to be idle")
-    a1 = submit(one, A, "burst1")[1]["job"]
+    a1 = submit(one, A, "burst1")[1]["handle"]
     wait_for(lambda: status(one, A, a1) == "running", 30, "A's first job to start")
-    burst = [submit(one, A, f"burst{i}")[1]["job"] for i in (2, 3, 4)]
-    b, c = submit(two, B, "single-b")[1]["job"], submit(one, C, "single-c")[1]["job"]
+    burst = [submit(one, A, f"burst{i}")[1]["handle"] for i in (2, 3, 4)]
+    b, c = submit(two, B, "single-b")[1]["handle"], submit(one, C, "single-c")[1]["handle"]
     assert [queued_position(one, A, job) for job in burst] == [1, 2, 3]
     assert [queued_position(two, B, b), queued_position(one, C, c)] == [1, 2]
     wait_for(lambda: started_at(worker_host, burst[0]), 60, "A's second job to start")

@@ -95,7 +95,7 @@ def flood(port: int, addresses: list[str], per_address: int, jobs: list, statuse
             status, answer, _ = submit(port, address, f"{address} {j}")
             statuses.append(status)
             if status == 202:
-                jobs.append((address, answer["job"]))
+                jobs.append((address, answer["handle"]))
             else:
                 refusals.setdefault(status, answer)
 
@@ -110,7 +110,7 @@ def test_many_addresses_of_one_network_leave_room_in_the_fleet_queue(fleet_web):
     try:
         status, answer, benign_s = submit(port, "127.0.2.1", "benign")
         assert status == 202, answer
-        jobs.append(("127.0.2.1", answer["job"]))
+        jobs.append(("127.0.2.1", answer["handle"]))
         rss = rss_mb()
         flood(port, [f"127.0.0.{100 + i}" for i in range(33)], 2, jobs, statuses, refusals)
         queued, grown = waiting(conn), conn.info("memory")["used_memory"] - memory
@@ -120,7 +120,7 @@ def test_many_addresses_of_one_network_leave_room_in_the_fleet_queue(fleet_web):
         same_network = submit(port, "127.0.0.99", "a new address of the same /24")
         for address, (status, answer, _) in (("127.0.1.50", new), ("127.0.0.99", same_network)):
             if status == 202:
-                jobs.append((address, answer["job"]))
+                jobs.append((address, answer["handle"]))
     finally:
         cancel_all(port, jobs)
     print(f"fleet, 33 addresses x 2 sleeping jobs: {statuses.count(202)} accepted ({queued} "
@@ -223,7 +223,7 @@ def test_a_job_whose_result_the_full_store_refused_still_answers(fleet_web, monk
             broker.save_result(f"{i:020x}", "pass\n", {}, blob(i))
     status, answer, _ = submit(port, "127.0.3.1", "refused by the store")
     assert status == 202, answer
-    job = answer["job"]
+    job = answer["handle"]
     run_id = json.loads(conn.get(protocol.handle_key(job)))["run"]
     key = protocol.run_origin(conn, run_id)["key"]
     stdout = base64.b64encode(os.urandom(2 * MB)).decode()  # ~2 MB compressed: no room left

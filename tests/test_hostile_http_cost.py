@@ -373,7 +373,7 @@ def test_many_addresses_of_one_network_leave_room_for_a_new_client(app, server):
                 if status == 429:
                     refused_answer = data
                 if status == 202:
-                    jobs.append((f"127.0.0.{100 + i}", data["job"]))
+                    jobs.append((f"127.0.0.{100 + i}", data["handle"]))
         # every pool's queue (one per Python, app/manager.py): these submits name no
         # environment, so all wait in the first; a count over all pools misses none
         queued = sum(pool.queue.qsize() for pool in app.extensions["torchbolt.jobs"]._pools)
@@ -384,9 +384,9 @@ def test_many_addresses_of_one_network_leave_room_for_a_new_client(app, server):
                                body.replace("a new", "another new"),
                                {"Content-Type": "application/json"})
         if new[0] == 202:
-            jobs.append(("127.0.1.50", new[1]["job"]))
+            jobs.append(("127.0.1.50", new[1]["handle"]))
         if same_network[0] == 202:
-            jobs.append(("127.0.0.99", same_network[1]["job"]))
+            jobs.append(("127.0.0.99", same_network[1]["handle"]))
     finally:
         for address, job in reversed(jobs):
             request(server, "POST", f"/api/jobs/{job}/cancel", address)

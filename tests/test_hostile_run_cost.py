@@ -65,7 +65,7 @@ def submit(server: str, source: str, address: str, **options) -> str:
                            {"source": f"# {next(_unique)} {time.time()}\n{source}",
                             "options": {"measure": False, "timeout": 60, **options}}, address)
     assert status == 202, data
-    return data["job"]
+    return data["handle"]
 
 
 def wait_done(server: str, job_id: str, address: str, timeout: float = 90,
@@ -176,7 +176,7 @@ def test_a_finished_run_keeps_only_its_key(live_server):
     assert all(job["status"] == "done" for job in jobs), [j["result"]["error"] for j in jobs]
     assert growth < benign_growth + 100, growth
     for job in jobs:  # each handle still answers with its whole result, from the store
-        status, data, _ = call(live_server, "GET", f"/api/jobs/{job['job']}", address=client)
+        status, data, _ = call(live_server, "GET", f"/api/jobs/{job['handle']}", address=client)
         assert status == 200 and data["status"] == "done" and data["result"]["compiles"]
 
 

@@ -179,8 +179,8 @@ def run_on_fleet(fleet, source: str, timeout: float = 90) -> tuple[dict, str]:
     port, conn = fleet
     code, answer = call(port, "POST", "/api/compile", {"source": source, "options": QUICK})
     assert code == 202, answer
-    done = finished(port, answer["job"], timeout)
-    return done, json.loads(conn.get(protocol.handle_key(answer["job"])))["run"]
+    done = finished(port, answer["handle"], timeout)
+    return done, json.loads(conn.get(protocol.handle_key(answer["handle"])))["run"]
 
 
 def stream_bytes(conn, run_id: str) -> int:

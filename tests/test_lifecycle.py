@@ -1,4 +1,4 @@
-"""The one job lifecycle (app/jobs.py) both managers share: states move only as `MOVES` allows,
+"""The one run lifecycle (app/runs.py) both managers share: states move only as `MOVES` allows,
 a detached handle ends alone, a slot's job steps replay into a follower's job, and the embedded
 manager ends every run through `finish`. No engine processes: a stand-in worker runs the jobs."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 import time
 
-from app.jobs import DONE, FAILED, QUEUED, RUNNING, Handle, Run, done_event
-from app.manager import JobManager
+from app.manager import RunManager
+from app.runs import DONE, FAILED, QUEUED, RUNNING, Handle, Run, done_event
 from app.store import Store
 from compiler_core import ErrorKind, Job, Options, empty_result
 
@@ -104,7 +104,7 @@ def test_a_slot_jobs_steps_replayed_give_the_followers_job_the_same_events():
 
 def test_the_embedded_manager_ends_every_run_through_finish(tmp_path):
     worker = StandInWorker()
-    manager = JobManager(Store(str(tmp_path)), [worker]).start()
+    manager = RunManager(Store(str(tmp_path)), [worker]).start()
     wait_until(manager.environments)  # the start-up probe ran
     worker.go.clear()
     first = manager.submit("print(1)\n", Options(), "10.0.0.1")

@@ -95,7 +95,7 @@ def failed_views():
 
 def test_a_view_that_cannot_be_traced_says_why_for_its_compile_and_stage(failed_views):
     result = build_result(failed_views, "/job/x.py", strict=True)
-    errors = {(e["compile_id"], e["stage"]): e for e in result["stage_errors"]}
+    errors = {(e["compile_id"], e["step"]): e for e in result["stage_errors"]}
     assert set(errors) == {("0/0", "core_aten"), ("0/0", "prims")}
     prims = errors[("0/0", "prims")]
     assert prims["message"].startswith("GuardOnDataDependentSymNode: ")  # PyTorch's, kept
@@ -115,7 +115,7 @@ def test_a_stage_whose_reader_failed_is_named_with_why():
     guards["payload"] = 12345
     result = build_result(records, "/job/x.py")
     (error,) = [e for e in result["stage_errors"] if e["compile_id"] == guards["compile_id"]]
-    assert error["stage"] == "compiler_core.features.guards" and error["stages"] == ["guards"]
+    assert error["step"] == "compiler_core.features.guards" and error["stages"] == ["guards"]
     assert error["reason"].startswith("torchbolt's reader failed on what PyTorch logged")
     assert "dynamo_graph" not in error["stages"]  # made by another reader, and there
 
@@ -139,7 +139,7 @@ def test_no_stage_a_feature_declares_is_dropped_by_the_schema():
     assert list(result["compiles"][0]["stages"]) == list(STAGE_NAMES)
     assert len(result["exports"]) == 1 and len(result["exports"][0]["stages"]) == len(
         [spec for spec in STAGES if spec.field in ("exports", "torchscript")])
-    assert not [e for e in result["stage_errors"] if e["stage"] == "schema"]
+    assert not [e for e in result["stage_errors"] if e["step"] == "schema"]
 
 
 # ---------------------------------------------------------------- saved activations

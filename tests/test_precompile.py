@@ -100,7 +100,7 @@ def test_the_stage_is_the_source_a_plain_process_writes(result, reference):
 @pytest.mark.skipif(HAS_API, reason=f"torch {torch.__version__} has torch.compiler.precompile")
 def test_without_the_api_the_stage_says_why(result):
     assert result["error"]["type"] == "AttributeError"
-    [why] = [e for e in result["stage_errors"] if e["stage"] == "precompile_source"]
+    [why] = [e for e in result["stage_errors"] if e["step"] == "precompile_source"]
     assert why["stages"] == ["precompile_source"]
     assert f"torch {torch.__version__} has no torch.compiler.precompile" in why["reason"]
 

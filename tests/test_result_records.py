@@ -67,7 +67,7 @@ def test_a_broken_stage_is_recorded_and_the_others_still_arrive():
         build_result(records, USER_FILE, strict=True)
     result = build_result(records, USER_FILE)
     (error,) = [e for e in result["stage_errors"] if e["compile_id"] == guards["compile_id"]]
-    assert error["stage"].endswith("guards")
+    assert error["step"].endswith("guards")
     stages = next(c for c in result["compiles"] if c["id"] == guards["compile_id"])["stages"]
     assert "guards" not in stages and "dynamo_graph" in stages and "output_code" in stages
 

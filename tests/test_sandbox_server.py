@@ -60,13 +60,13 @@ def test_a_stopped_server_leaves_no_job_behind(tmp_path, how):
         # The script forks a setsid() child: 2 processes once it runs (after the server's
         # warm-up run of the first lesson, which may hold the worker first).
         deadline = time.monotonic() + 60
-        while (call(f"{base}/api/jobs/{job['job']}")["status"] != "running"
+        while (call(f"{base}/api/jobs/{job['handle']}")["status"] != "running"
                and time.monotonic() < deadline):
             time.sleep(0.1)
         while len(processes_in_groups_of(server.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(processes_in_groups_of(server.pid)) >= 2, \
-            call(f"{base}/api/jobs/{job['job']}")
+            call(f"{base}/api/jobs/{job['handle']}")
         server.send_signal(how)
         server.wait(timeout=10)
         deadline = time.monotonic() + 5

@@ -169,7 +169,7 @@ def test_status_lists_the_workers_environment_and_submits_may_choose_it(cluster)
                                                         "options": QUICK,
                                                         "environment": env["id"]})
     assert status == 202
-    result = finished(web, answer["job"])["result"]
+    result = finished(web, answer["handle"])["result"]
     assert result["error"] is None
     assert {k: result["environment"][k] for k in ("torch", "triton", "device", "device_name")} \
         == {k: env[k] for k in ("torch", "triton", "device", "device_name")}
@@ -179,13 +179,13 @@ def test_jobs_stream_live_to_the_other_web_server_and_results_are_shared(cluster
     one, two = cluster["webs"]
     jobs = [call(one, "POST", "/api/compile", {"source": script(f"live{i}"), "options": QUICK})[1]
             for i in range(2)]
-    streamed = events(two, jobs[0]["job"])  # the job id works on the other web server too
+    streamed = events(two, jobs[0]["handle"])  # the job id works on the other web server too
     kinds = [e["type"] for e in streamed]
     assert kinds[-1] == "done" and "stage" in kinds
     assert {"type": "status", "status": "running"} in streamed
     assert any(e["type"] == "stage" and e["stage"] == "dynamo_graph" for e in streamed)
     for job in jobs:
-        assert finished(one, job["job"])["status"] == "done"
+        assert finished(one, job["handle"])["status"] == "done"
         for web in (one, two):
             status, stored = call(web, "GET", f"/api/results/{job['key']}")
             assert status == 200 and stored["result"]["compiles"][0]["stages"]["dynamo_graph"]
@@ -209,32 +209,32 @@ def test_a_worker_killed_mid_job_has_its_job_retried_on_the_other(cluster):
     web = cluster["webs"][0]
     status, job = call(web, "POST", "/api/compile", {"source": script("kill", sleep_s=6),
                                                      "options": QUICK})
-    slot = wait_for(lambda: slot_running(cli, job["job"]), 60, "a slot to take the job")
+    slot = wait_for(lambda: slot_running(cli, job["handle"]), 60, "a slot to take the job")
     host_pid = int(slot.rsplit("-", 2)[1])  # slots are named HOST-PID-INDEX
     victim = next(p for p in cluster["procs"].values() if p.pid == host_pid)
     killed = time.monotonic()
     os.kill(victim.pid, signal.SIGKILL)
-    answer = finished(web, job["job"], timeout=60)
+    answer = finished(web, job["handle"], timeout=60)
     assert time.monotonic() - killed < 60
     assert answer["status"] == "done", answer
     assert answer["result"]["compiles"] and not answer["result"].get("partial")
     # The server that followed the run live told its retry; the other reads the finished run's
     # stream, which holds only its result by then (protocol.end_stream), and answers the same.
-    streamed = events(web, job["job"])
+    streamed = events(web, job["handle"])
     assert any("stopped answering" in (e.get("message") or "") for e in streamed), \
         [e for e in streamed if e["type"] != "stage"]
-    assert finished(cluster["webs"][1], job["job"])["result"] == answer["result"]
+    assert finished(cluster["webs"][1], job["handle"])["result"] == answer["result"]
 
 
 def test_redis_restart_503s_submits_serves_what_was_seen_and_recovers(cluster):
     one, two = cluster["webs"]
     redis = cluster["redis"]
     status, seen = call(one, "POST", "/api/compile", {"source": script("seen"), "options": QUICK})
-    assert finished(one, seen["job"])["status"] == "done"
+    assert finished(one, seen["handle"])["status"] == "done"
     assert call(one, "GET", f"/api/results/{seen['key']}")[0] == 200
     status, running = call(two, "POST", "/api/compile", {"source": script("through", 3),
                                                          "options": QUICK})
-    wait_for(lambda: call(two, "GET", f"/api/jobs/{running['job']}")[1]["status"] == "running",
+    wait_for(lambda: call(two, "GET", f"/api/jobs/{running['handle']}")[1]["status"] == "running",
              60, "the job to start")
     redis.stop()
     try:
@@ -248,12 +248,12 @@ def test_redis_restart_503s_submits_serves_what_was_seen_and_recovers(cluster):
         time.sleep(2)
     finally:
         redis.start()
-    assert finished(two, running["job"], timeout=90)["status"] == "done"
+    assert finished(two, running["handle"], timeout=90)["status"] == "done"
     status, after = wait_for(
         lambda: (lambda s, a: (s, a) if s == 202 else None)(
             *call(one, "POST", "/api/compile", {"source": script("after"), "options": QUICK})),
         30, "submits to be accepted again")
-    assert finished(one, after["job"])["status"] == "done"
+    assert finished(one, after["handle"])["status"] == "done"
     logs = "".join(open(os.path.join(cluster["folder"], name)).read()
                    for name in os.listdir(cluster["folder"]) if name.endswith(".log"))
     assert PASSWORD not in logs

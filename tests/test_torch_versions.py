@@ -106,7 +106,7 @@ def test_each_torch_runs_the_same_script_and_the_runs_differ_where_the_versions_
         status, job = call(web, "POST", "/api/compile",
                            {"source": SCRIPT, "options": QUICK, "environment": env["id"]})
         assert status == 202, job
-        results[version] = finished(web, job["job"], timeout=180)["result"]
+        results[version] = finished(web, job["handle"], timeout=180)["result"]
     graphs, codes = {}, {}
     for version, result in results.items():
         assert result["error"] is None and result["environment"]["torch"] == version

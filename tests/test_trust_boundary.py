@@ -187,7 +187,7 @@ def stored_big(limited_app):
     source = "import torch\ntorch.compile(lambda x: x * 3)(torch.ones(2))\n"
     job = client.post("/api/compile", json={"source": source, "options": {"measure": False}},
                       environ_base={"REMOTE_ADDR": "10.9.9.9"}).get_json()
-    done = wait_for_job(client, job["job"])
+    done = wait_for_job(client, job["handle"])
     manager = limited_app.extensions["torchbolt.jobs"]
     manager.store.put(done["key"], source, Options(measure=False).to_dict(),
                       big_result(done["result"]))  # replaces what the server had cached
@@ -218,10 +218,10 @@ def test_cached_answers_count_toward_their_clients_budget(limited_app, stored_bi
     assert other.status_code == 202 and other.get_json()["cached"]
     for answer in answers + [other]:
         if answer.status_code == 202:
-            handle = manager.get(answer.get_json()["job"])
+            handle = manager.get(answer.get_json()["handle"])
             assert handle.run.result is None and handle.run.key == key  # a key, not a copy
             assert handle.run.source == ""
-    job = client.get(f"/api/jobs/{other.get_json()['job']}").get_json()
+    job = client.get(f"/api/jobs/{other.get_json()['handle']}").get_json()
     assert len(job["result"]["compiles"][0]["stages"]["dynamo_graph"]["text"]) == BIG_TEXT_CHARS
 
 

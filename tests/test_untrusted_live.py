@@ -90,7 +90,7 @@ def run_hostile(client, live_server, body: str) -> tuple[dict, StatusProbe]:
         response = client.post("/api/compile", json={"source": hostile(body),
                                                      "options": {"measure": False}})
         assert response.status_code == 202, response.get_json()
-        job_id = response.get_json()["job"]
+        job_id = response.get_json()["handle"]
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             data = client.get(f"/api/jobs/{job_id}?view=index").get_json()
@@ -157,8 +157,8 @@ forge('timing', None, None, callable=[1], calls={'x': None})
     assert done["status"] == "done"
     result, key = done["result"], done["key"]
     assert result["error"] is None and 2000 in map(len, result["notes"])
-    assert any(e["stage"] == "error" for e in result["stage_errors"])
-    job_pages = [f"/api/jobs/{done['job']}", f"/api/jobs/{done['job']}?view=index",
+    assert any(e["step"] == "error" for e in result["stage_errors"])
+    job_pages = [f"/api/jobs/{done['handle']}", f"/api/jobs/{done['handle']}?view=index",
                  f"/api/results/{key}", f"/api/results/{key}/report.html",
                  *(f"/api/results/{key}/graph?compile={c['id']}&stage=dynamo_graph"
                    for c in result["compiles"] if c["has_graph"])]

@@ -118,7 +118,7 @@ def test_a_record_without_its_fields_is_dropped_or_costs_only_its_part():
     result = build_result(REAL + [parse_record(b'{"name": "error", "compile_id": null}')],
                           USER_FILE)
     assert result["error"] is None and result["compiles"]
-    assert [e["stage"] for e in result["stage_errors"]] == ["error"]
+    assert [e["step"] for e in result["stage_errors"]] == ["error"]
 
 
 def test_a_line_with_no_newline_is_read_once_and_dropped(tmp_path, monkeypatch):

@@ -269,7 +269,7 @@ BAD_EVENT_IDS = ["\xb2", "\xb9\xb2", "9" * 5000, "1" * 10, "-1", "-3", "+7", "1e
 
 def test_bad_last_event_id_is_a_400_and_holds_no_slot(app, finished):
     address = "10.77.0.1"
-    url, streams = f"/api/jobs/{finished['job']}/events", app.extensions["torchbolt.streams"]
+    url, streams = f"/api/jobs/{finished['handle']}/events", app.extensions["torchbolt.streams"]
     for header in BAD_EVENT_IDS:
         assert_error(client_at(app, address).get(url, headers={"Last-Event-ID": header}), 400,
                      "Last-Event-ID")
@@ -289,7 +289,7 @@ def test_a_failing_stream_ends_logged_and_gives_its_slot_back(caplog):
     limiter = Limiter(1, 1)
     chunks = list(event_stream(Broken(), -1, limiter.acquire("c")))
     assert chunks == ["retry: 1000\n\n"] and limiter.count() == 0
-    assert any("event stream of job j failed" in r.getMessage() for r in caplog.records)
+    assert any("event stream of handle j failed" in r.getMessage() for r in caplog.records)
 
 
 # ---------------------------------------------------------------- query strings and bodies
@@ -379,7 +379,7 @@ BODY = st.one_of(
 @pytest.fixture(scope="module")
 def targets(app, finished):
     """Every endpoint, with a real job id and key (of a finished job) where one is needed."""
-    job, key = finished["job"], finished["key"]
+    job, key = finished["handle"], finished["key"]
     gets = ["/api/jobs/{job}", "/api/jobs/{job}/stage", "/api/jobs/{job}/events",
             "/api/results/{key}", "/api/results/{key}/stage", "/api/results/{key}/graph",
             "/api/results/{key}/report.html", "/api/gallery", "/api/gallery/print_graph_break",
@@ -447,7 +447,7 @@ def test_any_body_on_any_post_endpoint(app, targets, data, body, content_type):
 @given(last_event_id=DIGITISH | HEADER)
 def test_any_last_event_id_gives_its_stream_slot_back(app, finished, last_event_id):
     address = "10.79.0.5"
-    response, elapsed = timed(client_at(app, address).get, f"/api/jobs/{finished['job']}/events",
+    response, elapsed = timed(client_at(app, address).get, f"/api/jobs/{finished['handle']}/events",
                               headers={"Last-Event-ID": last_event_id})
     check(response, "/api/jobs/ID/events", elapsed)
     assert response.status_code in (200, 400)

@@ -136,7 +136,7 @@ def test_hostile_records_are_bounded_and_conform():
     (op,) = result["compiles"][0]["autotuning"]
     assert len(op["choices"]) <= autotune.ENTRIES and op["winner"] == "e"
     assert all(c["ms"] in (None, 2.0) for c in op["choices"])
-    assert not [e for e in result["stage_errors"] if e["stage"] == "schema"], result["stage_errors"]
+    assert not [e for e in result["stage_errors"] if e["step"] == "schema"], result["stage_errors"]
 
 
 def test_handler_records_debug_lines_and_hands_on_only_what_torch_would_print():

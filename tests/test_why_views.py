@@ -159,7 +159,7 @@ def test_malformed_records_cost_only_their_part():
          "origins": [[], []], "kernels": [None, None], "kernel": None}]
     assert compiled["fusion"]["rounds"] == {"graph 0": 0} and compiled["fusion"]["dropped"] == 0
     assert compiled["saved_activations"] is None
-    assert any(e["stage"] == "saved_activations" for e in result["stage_errors"])
+    assert any(e["step"] == "saved_activations" for e in result["stage_errors"])
 
 
 def test_saved_names_read_hostile_text_in_linear_time():

@@ -46,11 +46,13 @@ TRACE_EVENTS = frozenset(n for n, (_, t) in RECORD_TYPES.items() if EVENT in t.t
 TRACE_ARTIFACTS = frozenset(n for n, (_, t) in RECORD_TYPES.items() if ARTIFACT in t.trace)
 
 # Which stage a record announces, for progress lines and live events (first spec wins).
-RECORD_STAGE: dict[str, str] = {**breaks.PROGRESS, **recompiles.PROGRESS}
+RECORD_STAGE: dict[str, str] = {}
 for _spec in STAGES:
     for _record in _spec.records:
         RECORD_STAGE.setdefault(_record, _spec.name)
+# The records announced live as progress markers, not stages (entries of run-level lists).
+RECORD_MARKER: dict[str, str] = {**breaks.PROGRESS, **recompiles.PROGRESS}
 
-__all__ = ["ATTACHMENTS", "FEATURES", "GRAPH_STAGES", "RECORD_STAGE", "RECORD_TYPES", "STAGES",
-           "STAGE_NAMES", "TRACE_ARTIFACTS", "TRACE_EVENTS", "Feature", "Part", "RecordType",
-           "Stage"]
+__all__ = ["ATTACHMENTS", "FEATURES", "GRAPH_STAGES", "RECORD_MARKER", "RECORD_STAGE",
+           "RECORD_TYPES", "STAGES", "STAGE_NAMES", "TRACE_ARTIFACTS", "TRACE_EVENTS", "Feature",
+           "Part", "RecordType", "Stage"]

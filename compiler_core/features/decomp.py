@@ -46,8 +46,8 @@ def explain_failures(run) -> None:
     """Each view that failed to trace gets its `reason` beside PyTorch's error in `stage_errors`
     (the job recorded the error; the pane shows the reason in the stage's place)."""
     for error in run.result["stage_errors"]:
-        if error["stage"] in TABLES and error["compile_id"] is not None:
-            error["reason"] = failure_reason(error["stage"], error["message"])
+        if error["step"] in TABLES and error["compile_id"] is not None:
+            error["reason"] = failure_reason(error["step"], error["message"])
 
 
 def mark_views(group, compiled: dict) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..limits import limit
 from ..parsers.common import is_int
-from .spec import INTEGER, TEXT, Feature, Part, record
+from .spec import INTEGER, TEXT, Feature, Part, record, step_error
 
 
 def _error(run) -> dict | None:
@@ -43,10 +43,10 @@ def replay_output(run) -> dict | None:
 
 def _recorded_stage_errors(run) -> None:
     """The stage errors the job recorded (a hook or a step after the script that failed), their
-    fields forced to text."""
+    fields forced to text (the job's record names its step `stage`)."""
     run.result["stage_errors"] += [
-        {"compile_id": r["compile_id"], "stage": str(r["meta"].get("stage", "?"))[:200],
-         "message": str(r["meta"].get("message", ""))[:2000]} for r in run.all("stage_error")]
+        step_error(r["compile_id"], str(r["meta"].get("stage", "?"))[:200],
+                   str(r["meta"].get("message", ""))[:2000]) for r in run.all("stage_error")]
 
 
 FEATURE = Feature(

@@ -14,7 +14,7 @@ PyTorch's AttributeError, and the stage says in words why it is missing (`stage_
 
 from __future__ import annotations
 
-from .spec import TEXT, Feature, Part, payload_stage, record
+from .spec import TEXT, Feature, Part, payload_stage, record, step_error
 
 STAGE = "precompile_source"
 SPECS = (payload_stage(STAGE, "Precompiled source",
@@ -40,9 +40,9 @@ def say_why_missing(run) -> None:
     torch_version = (run.result.get("environment") or {}).get("torch") or "?"
     for message, reason in MISSING:
         if message in (error.get("message") or ""):
-            run.result["stage_errors"].append({
-                "compile_id": None, "stage": STAGE, "stages": [STAGE],
-                "message": error["message"], "reason": reason.format(torch=torch_version)})
+            run.result["stage_errors"].append(step_error(
+                None, STAGE, error["message"], stages=[STAGE],
+                reason=reason.format(torch=torch_version)))
 
 
 FEATURE = Feature("precompile", records=(record("precompile_source", True, api=TEXT),),

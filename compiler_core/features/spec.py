@@ -123,7 +123,16 @@ class Part:
     field: str | None
     build: Callable
     fallback: object = None
-    name: str | None = None  # in `stage_errors` when it fails (default: the field)
+    name: str | None = None  # its `step` in `stage_errors` when it fails (default: the field)
+
+
+def step_error(compile_id: str | None, step: str, message: str, **more) -> dict:
+    """A `stage_errors` entry: the `step` that failed (an extraction, a record's check, a part,
+    the schema check, a job-side step: named after the stage it makes, where it makes one), of
+    a compile or of the whole job (`compile_id` None); a failed extraction adds the `stages` it
+    would have made. `stage` repeats `step` for clients written before it (results stored
+    before it name the step `stage` only)."""
+    return {"compile_id": compile_id, "step": step, "stage": step, "message": message, **more}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import os
 import jsonschema
 
 from ..features import STAGES
+from ..features.spec import step_error
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "result.schema.json")
 # Where each owner of stages holds them (`Stage.field`): a compile's, a program's.
@@ -119,9 +120,9 @@ def conform(result: dict) -> dict:
             return result
         # The error's path; for a missing required field, the object that lacks it.
         paths = sorted({tuple(e.absolute_path) for e in errors}, key=len)
-        notes = [{"compile_id": None, "stage": "schema", "message": (
+        notes = [step_error(None, "schema", (
             f"dropped {'/'.join(map(str, e.absolute_path)) or 'the result'}: "
-            f"{e.message[:300]}")} for e in errors[:50]]
+            f"{e.message[:300]}")) for e in errors[:50]]
         for path in paths:
             if not path:
                 raise ValueError("the result is not an object")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..compile_ids import renumbered
 from ..features import FEATURES, RECORD_TYPES, STAGES
+from ..features.spec import step_error
 from ..limits import limit
 from ..wire import unpacked
 from .conform import conform
@@ -76,9 +77,9 @@ def typed_records(records: list[dict], stage_errors: list[dict]) -> list[dict]:
         if problem is None:
             kept.append(record)
         else:
-            stage_errors.append({"compile_id": record["compile_id"], "stage": record["name"],
-                                 "message": f"a {record['name']} record was dropped: {problem}"
-                                            f" ({owner[0]})"})
+            stage_errors.append(step_error(
+                record["compile_id"], record["name"],
+                f"a {record['name']} record was dropped: {problem} ({owner[0]})"))
     return kept
 
 
@@ -106,8 +107,7 @@ class _Steps:
         except Exception as exc:
             if self.strict:
                 raise
-            error = {"compile_id": self.compile_id, "stage": name,
-                     "message": f"{type(exc).__name__}: {exc}"}
+            error = step_error(self.compile_id, name, f"{type(exc).__name__}: {exc}")
             if stages:
                 error.update(stages=list(stages), reason=UNREAD)
             self.stage_errors.append(error)

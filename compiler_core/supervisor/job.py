@@ -13,7 +13,8 @@ its own through `started` and each record, so both give the same events and part
 Events, in order, each passed to `listener` as it happens: `{"type": "status", "status":
 "running"}` when the script starts, then one `{"type": "stage", "stage", "compile_id", "t"}` per
 stage of a compile id as its first record arrives (the stage registry says which record
-announces which stage), and a `{"type": "phase", "step", "then", "t"}` when a long step begins
+announces which stage); a progress marker that is no stage (a graph break, a recompile) comes
+as the same event with `marker` naming it (`stage` repeats it for clients written before), and a `{"type": "phase", "step", "then", "t"}` when a long step begins
 (the script, the timings, the views; `then`: the later ones this run still holds). The partial
 result is built from the records so far, so a page can show every stage captured before the job
 ends, and what the script printed so far (a handle cancelled while the run goes on keeps it).
@@ -40,7 +41,7 @@ import time
 from ..limits import limit
 from ..options import Options
 from ..report.result import build_result
-from ..features import RECORD_STAGE
+from ..features import RECORD_MARKER, RECORD_STAGE
 from ..wire import packed, unpacked
 
 
@@ -175,11 +176,13 @@ class Job:
             event = phase_event(record, self._then)
             self._then = event["then"]
             self._emit(event)
-        stage = RECORD_STAGE.get(record["name"])
-        if stage and (record["compile_id"], stage) not in self._announced:
-            self._announced.add((record["compile_id"], stage))
-            self._emit({"type": "stage", "stage": stage, "compile_id": record["compile_id"],
-                        "t": record["t"]})
+        marker = RECORD_MARKER.get(record["name"])
+        announced = RECORD_STAGE.get(record["name"]) or marker
+        if announced and (record["compile_id"], announced) not in self._announced:
+            self._announced.add((record["compile_id"], announced))
+            event = {"type": "stage", "stage": announced, "compile_id": record["compile_id"],
+                     "t": record["t"]}
+            self._emit({**event, "marker": marker} if marker else event)
         self._step("record", record)
         return True
 

@@ -47,7 +47,7 @@ export async function mountEnvironmentPicker(before, { onCompare }) {
 export async function runIn(environment, source, options, pollMs = 1000) {
   const job = await api.compile(source, options, environment.id);
   for (;;) {
-    const data = await api.job(job.job);
+    const data = await api.job(job.handle);
     if (data.status === "done" || data.status === "failed") {
       if (!data.key) throw new Error(`the run in ${environmentLabel(environment)} kept no result`);
       return data.key;

@@ -45,14 +45,14 @@ export class JobClient {
       return;
     }
     if (submit !== this.submits) { // e.g. Ctrl+Enter while the first visit's lesson was being submitted
-      api.cancel(job.job).catch(() => {});
+      api.cancel(job.handle).catch(() => {});
       return;
     }
-    this.current = { id: job.job, key: job.key, finished: false, source };
-    if (job.status === "done" || job.status === "failed") return this.refresh(job.job, true);
+    this.current = { id: job.handle, key: job.key, finished: false, source };
+    if (job.status === "done" || job.status === "failed") return this.refresh(job.handle, true);
     if (this.run.cancelled) return this.cancel(); // Escape while it was being submitted
     this.following();
-    this.follow(job.job);
+    this.follow(job.handle);
   }
 
   follow(jobId) {

@@ -8,7 +8,7 @@ import { compileArguments, renderCalls } from "./calls.js";
 import { frameLabel, isUserFrame } from "./frames.js";
 import { shownPath } from "./paths.js";
 import { h, clear, lineLink, linkify, safeUrl } from "./dom.js";
-import { stageLabel, stageList } from "./stages.js";
+import { failedStep, stageLabel, stageList } from "./stages.js";
 import { noBreaks, noCompile } from "./states.js";
 import { whySections } from "./why.js";
 
@@ -322,7 +322,7 @@ export class RunPanel {
       e ? this.errorBox(e) : null,
       (r.notes ?? []).map((note) => h("p", { class: "note" }, note)),
       (r.stage_errors ?? []).map((s) => h("p", { class: "note" },
-        `Stage ${s.stage}${s.compile_id ? ` of ${s.compile_id}` : ""} failed: ${s.message}`)),
+        `Step ${failedStep(s)}${s.compile_id ? ` of ${s.compile_id}` : ""} failed: ${s.message}`)),
       h("h4", {}, "stdout"), h("pre", { class: "stdout" }, r.stdout || "(empty)"),
       replayOutput(r.replay_output),
       r.stderr ? [h("h4", {}, "stderr"), h("pre", { class: "stderr" }, r.stderr)] : null);

@@ -30,13 +30,18 @@ export function stageMenu(compile, result, current) {
     stageError(name, compile, result));
 }
 
+// What a `stage_errors` entry says failed: its `step` (a result stored before `step` names it
+// `stage` only).
+export const failedStep = (entry) => entry.step ?? entry.stage;
+
 // Why this compile has no such stage, where it could not be made: its `stage_errors` entry
-// ({message: the error, reason: why in words, where known}; a failed extraction names the
-// stages it would have made in `stages`), else null.
+// ({message: the error, reason: why in words, where known}; a job's step is named after the
+// stage it makes, a failed extraction names the stages it would have made in `stages`), else
+// null.
 export function stageError(stage, compile, result) {
   if (!compile) return null;
   return (result?.stage_errors ?? []).find((e) => e.compile_id === compile.id &&
-    (e.stage === stage || e.stages?.includes(stage))) ?? null;
+    (failedStep(e) === stage || e.stages?.includes(stage))) ?? null;
 }
 
 // The run option that gives this stage (null: none), and whether this run had it off, for this

@@ -10,6 +10,7 @@ import { h, clear } from "./dom.js";
 import { loadPlotly } from "./plotly.js";
 import { renderAttribution } from "./attribution.js";
 import { graphsRun } from "./calls.js";
+import { failedStep } from "./stages.js";
 
 const RATES = [ // optional kernel columns (GPU): [row key, header, format]
   ["us_alone", "alone, per launch (as do_bench)", (v) => duration(v / 1e3)],
@@ -145,7 +146,7 @@ function emptyMessage(result) {
   if (result.options?.measure === false) {
     return "No timings: the 'measure' box was off for this run; switch it on and compile again.";
   }
-  const failed = (result.stage_errors ?? []).find((s) => s.stage === "timings");
+  const failed = (result.stage_errors ?? []).find((s) => failedStep(s) === "timings");
   return failed ? `Timing failed: ${failed.message}`
     : "No timings: no compiled callable was called, so there was nothing to time.";
 }

@@ -1,29 +1,30 @@
 """Runs and handles: what executes once, and what each submitter holds.
 
 A *run* is one execution of one content key, shared by everyone who submitted that code: status,
-the live event list, records, the result. A *handle* is one submit: its own id (the `job` of the
-API), the client that made it, and whether that client cancelled it. Cancelling a handle detaches
-it from its run (the handle ends as failed/Cancelled at once); the run itself is cancelled by the
-manager only when no live handle is left.
+the live event list, records, the result; each attempt of it is one engine `Job`. A *handle* is
+one submit: its own id (`handle` in the API's answers; `job` too, the same id, kept for clients
+written before), the client that made it, and whether that client cancelled it. Cancelling a
+handle detaches it from its run (the handle ends as failed/Cancelled at once); the run itself
+is cancelled by the manager only when no live handle is left.
 
 Events are append-only and numbered, so an SSE client that reconnects resumes where it was
 (`Last-Event-ID`). Event types: `status` (queued / running), `stage` (one per stage of a compile
-id, as its first record arrives), `done` (the last one; the client then fetches the job). A
+id, as its first record arrives), `done` (the last one; the client then fetches the result). A
 detached handle's events are its run's up to the detach, then its own `done`.
 
-The lifecycle is stated once, here, for both managers (`manager.JobManager` with local workers,
+The lifecycle is stated once, here, for both managers (`manager.RunManager` with local workers,
 `broker.BrokerManager` with Redis): the states and where each may go (`MOVES`), the `Lifecycle`
 that moves on events and numbers them, and `done_event`, the last event of a run or a handle.
 A run's engine `Job` tells it `running` and each stage (the job's listener, fed by a local
 worker or by the run's stream); the manager tells it `queued` (`Run.emit`), a retry
-(`Run.requeue`) and its end (`Run.finish`: through `JobManager.finish` for a queued run, at
+(`Run.requeue`) and its end (`Run.finish`: through `RunManager.finish` for a queued run, at
 once for a stored answer, `Run.stored`).
 
 What a run costs the server is bounded by what it is allowed: its engine job builds each partial
 and the final result in a process of its own under the build limits (`bounded_build`), and once
 the run ended with a stored result it keeps only its key (its records, partial and final
 results are freed; its handles read the result through the store's bounded cache), however long
-its job ids live.
+its handles live.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ class Run:
 
 
 class Handle:
-    """One submit of a run; its id is the API's job id (unguessable: it is what cancels)."""
+    """One submit of a run; its id is the API's handle id (unguessable: it is what cancels)."""
 
     def __init__(self, run: Run, client: str, handle_id: str | None = None):
         self.id = handle_id or uuid.uuid4().hex
@@ -223,8 +224,8 @@ class Handle:
 
     def to_json(self, with_result: bool = True) -> dict:
         run = self.run
-        return {"ok": True, "job": self.id, "key": self.key, "status": self.status,
-                "cached": self.cached,
+        return {"ok": True, "handle": self.id, "job": self.id, "key": self.key,
+                "status": self.status, "cached": self.cached,
                 "message": None if self.detached else run.message,
                 "elapsed_s": round((self.finished or time.monotonic()) - self.created, 3),
                 "phase": None if self.is_finished else run.life.phase,
