@@ -12,7 +12,8 @@ there):
 - eager: per ATen op name, the sum of the rows' shares of it (`eager_ops`) against the
   reference's device time per call of that op, for top-level ops;
 goal within 5 % for every figure of 20 us or more. Also: each side's rows against its own
-profile's total and end-to-end time, and what attribution adds to the job's time.
+profile's total and end-to-end time, and what attribution adds to the job's time (`cost_s`,
+reading the profiles' units in the job process, against the job's wall time `job_s`).
 """
 
 from __future__ import annotations
@@ -84,12 +85,15 @@ def run_case(worker, slug: str, path: str) -> dict:
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
     result = worker.run(source, Options(device="cuda", timeout=300), path)
-    case = {"example": slug, "error": result["error"], "timings": []}
+    case = {"example": slug, "error": result["error"], "timings": [],
+            "job_s": time.monotonic() - started}
     ref = reference(path)
     for timing in result["timings"]:
         a = timing.get("attribution")
         entry = {"callable": timing.get("callable"), "phases_s": timing.get("phases_s"),
                  "attribution": a}
+        if a and a.get("cost_s") is not None:
+            entry["cost_share_of_job"] = a["cost_s"] / case["job_s"]
         if a and "rows" in a and str(timing["callable"]) in ref:
             entry["sums"] = sums(timing)
             entry["checks"] = checks(a, ref[str(timing["callable"])])

@@ -27,7 +27,28 @@ user's ATen calls, they came from) is made where the result is built
 
 from __future__ import annotations
 
+import functools
+import gc
 from collections import Counter
+
+
+def collector_paused(make_units):
+    """`make_units` with Python's cyclic garbage collector paused. Units are made from a
+    profile's events with a dict or more per op, none in a reference cycle, all freed but the
+    units when it returns: a collection started meanwhile finds no garbage, and promotes those
+    dicts to where they tip a full collection of the job process's heap (a compiled
+    ResNet-18's: 0.64-0.73 M objects). On an H100, with the collector running, making that
+    eager profile's units took 35 ms (a collection 16 ms of it) against 18 ms paused."""
+    @functools.wraps(make_units)
+    def paused(*args, **kwargs):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return make_units(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+    return paused
 
 
 def _identity(name: str, info: dict) -> tuple:
@@ -104,6 +125,7 @@ def _recorded(event) -> list[int]:
     return own + [n for child in event.cpu_children for n in _recorded(child)]
 
 
+@collector_paused
 def cpu_units(events, calls: int, name_of, busy) -> list[dict]:
     """Top-level busy events of a CPU profile (FunctionEvents) with their busy descendants'
     self time. `name_of(event)`: the row name; `busy(name)`: whether it counts as work."""
@@ -154,53 +176,59 @@ def _graphs_by_sequence_number(events) -> dict[int, str]:
 GRAPH_LAUNCHES = ("cudaGraphLaunch", "cudaGraphLaunch_v10000")  # the runtime's graph replays
 
 
-def _walk(ops: list[dict]) -> dict:
+def _walk(ops: list[dict]) -> tuple[dict, dict]:
     """External id of each CPU op -> where it ran: `top` the top-level ATen op (itself where it
     is one, None outside any), `graph` the compile id of the Dynamo region it ran in (a backward:
     the region whose op recorded the sequence number of the autograd node it ran in, the compiled
     graph's `CompiledFunction`), `backward` the autograd node whose backward it ran in,
-    `backward_of` that node's sequence number; a top-level op also has `recorded`, the sequence
-    numbers it and its descendants recorded."""
+    `backward_of` that node's sequence number; a top-level op's also has `recorded`, the sequence
+    numbers it and its descendants recorded. And External id -> the op's start. An op that
+    opens nothing of its own (most: an ATen op's descendants) shares its parent's `where`."""
     outside = {"top": None, "graph": None, "backward": None, "backward_of": None}
     out: dict = {}
+    started: dict = {}
     by_thread: dict = {}
     for op in ops:
         by_thread.setdefault(op.get("tid"), []).append(op)
     for thread_ops in by_thread.values():
         thread_ops.sort(key=lambda op: (op["ts"], -op.get("dur", 0)))
-        open_ops: list[tuple[float, dict]] = []  # (end, where) of the ops still open
+        ends: list[float] = []  # the ops still open: when each ends, and where it ran
+        open_wheres: list[dict] = []
         for op in thread_ops:
-            while open_ops and open_ops[-1][0] <= op["ts"]:
-                open_ops.pop()
-            outer = open_ops[-1][1] if open_ops else outside
-            name, args = op["name"], op["args"]
-            in_range = name.startswith(BACKWARD_RANGE)
-            where = out[args["External id"]] = {
-                "ts": op["ts"], "top": outer["top"] or (op if name.startswith("aten::") else None),
-                "graph": name[len(REGION):] if name.startswith(REGION) else outer["graph"],
-                "backward": _node(name) if in_range else outer["backward"],
-                "backward_of": args["Sequence number"] if in_range and "Sequence number" in args
-                else outer["backward_of"]}
-            if where["top"] is op:
-                where["recorded"] = []
+            ts, name, args = op["ts"], op["name"], op["args"]
+            while ends and ends[-1] <= ts:
+                ends.pop()
+                open_wheres.pop()
+            where = open_wheres[-1] if open_wheres else outside
+            if where["top"] is None and name.startswith("aten::"):
+                where = {**where, "top": op, "recorded": []}
+            elif name.startswith(REGION):
+                where = {**where, "graph": name[len(REGION):]}
+            elif name.startswith(BACKWARD_RANGE):
+                where = {**where, "backward": _node(name),
+                         "backward_of": args.get("Sequence number", where["backward_of"])}
             if where["top"] is not None and "Sequence number" in args:
-                out[where["top"]["args"]["External id"]]["recorded"].append(args["Sequence number"])
-            open_ops.append((op["ts"] + op.get("dur", 0), where))
+                where["recorded"].append(args["Sequence number"])
+            out[args["External id"]] = where
+            started[args["External id"]] = ts
+            ends.append(ts + op.get("dur", 0))
+            open_wheres.append(where)
     graph_of = {op["args"]["Sequence number"]: out[op["args"]["External id"]]["graph"]
                 for op in ops if "Sequence number" in op["args"]
                 and out[op["args"]["External id"]]["graph"]}
-    for where in out.values():
+    for where in {id(where): where for where in out.values()}.values():
         if where["graph"] is None and where["backward_of"] is not None:
             where["graph"] = graph_of.get(where["backward_of"])
-    return out
+    return out, started
 
 
-def _unit_of(e: dict, walked: dict, graph_launch: dict | None) -> tuple:
+def _unit_of(e: dict, walked: dict, started: dict, graph_launch: dict | None) -> tuple:
     """(key, time-order stamp, name, what the unit says of itself) of the unit a device event
     belongs to: the CUDA graph replay that ran it, else a Triton kernel or work launched
     outside ATen ops (one unit per launch, stamped when its op launched it), else its
     top-level ATen op's call."""
-    where = walked.get(e.get("args", {}).get("External id"), {})
+    op_id = e.get("args", {}).get("External id")
+    where = walked.get(op_id, {})
     op, graph = where.get("top"), where.get("graph")
     info = {"graph": graph} if graph else {}
     if where.get("backward"):
@@ -209,28 +237,35 @@ def _unit_of(e: dict, walked: dict, graph_launch: dict | None) -> tuple:
         return (("graph", graph_launch["args"]["correlation"]), graph_launch["ts"],
                 graph_launch["name"], {**info, "inside": {}})
     if e["name"].startswith("triton_") or op is None:
-        return ("launch", e["ts"], e["name"]), where.get("ts", e["ts"]), e["name"], info
+        return ("launch", e["ts"], e["name"]), started.get(op_id, e["ts"]), e["name"], info
     top = walked[op["args"]["External id"]]
     return (("op", op["args"]["External id"]), op["ts"], op["name"],
             {"recorded": top["recorded"], "backward_of": top["backward_of"],
              "backward": top["backward"], "graph": top["graph"]})
 
 
+DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+@collector_paused
 def cuda_units(trace_events: list[dict], calls: int, skip: str) -> list[dict]:
     """Device time of every kernel, memcpy and memset (but `skip`, the L2 flush): one unit per
     call of a top-level ATen op (all it launched), per replay of a CUDA graph (all its kernels,
     each named `inside` it), and per launch of a Triton kernel or of work outside ATen ops;
     each with the compile id of the graph that ran it (`graph`) where the profile says."""
-    ops = [e for e in trace_events
-           if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})]
-    walked = _walk(ops)
-    graph_launches = {e["args"]["correlation"]: e for e in trace_events
-                      if e.get("cat") == "cuda_runtime" and e.get("name") in GRAPH_LAUNCHES}
-    units: dict = {}
+    ops, device_work, graph_launches = [], [], {}
     for e in trace_events:
-        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset") or e["name"] == skip:
-            continue
-        key, ts, name, info = _unit_of(e, walked, graph_launches.get(
+        category = e.get("cat")
+        if category == "cpu_op" and "External id" in e.get("args", {}):
+            ops.append(e)
+        elif category in DEVICE_WORK and e["name"] != skip:
+            device_work.append(e)
+        elif category == "cuda_runtime" and e.get("name") in GRAPH_LAUNCHES:
+            graph_launches[e["args"]["correlation"]] = e
+    walked, started = _walk(ops)
+    units: dict = {}
+    for e in device_work:
+        key, ts, name, info = _unit_of(e, walked, started, graph_launches.get(
             e.get("args", {}).get("correlation")))
         unit = units.setdefault(key, [ts, name, 0.0, info])
         unit[2] += float(e.get("dur", 0))
