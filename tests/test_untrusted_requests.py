@@ -29,6 +29,7 @@ from app.graphview import GraphRequest, cached_view
 from app.http import BodyCache
 from app.serving import make_server
 from app.streams import Limiter, event_stream
+from test_app_fixtures import Compiler
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -260,8 +261,11 @@ def test_body_cache_is_a_bounded_lru():
 
 # ---------------------------------------------------------------- event streams
 @pytest.fixture(scope="module")
-def finished(compiled):
-    return compiled(TINY)
+def finished(client):
+    """A job this module ran, with every event of a run (a stored answer has only its `done`):
+    the server forgets a finished job an hour after it ended (app/manager.py KEEP_HANDLES_S), and
+    in a long suite the session's run of TINY (the `compiled` fixture's) may be older than that."""
+    return Compiler(client)(TINY + "# run by test_untrusted_requests\n")
 
 
 BAD_EVENT_IDS = ["\xb2", "\xb9\xb2", "9" * 5000, "1" * 10, "-1", "-3", "+7", "1e3", "0x1f", "7a"]
