@@ -6,18 +6,31 @@ A result over either keeps its structure: its largest texts (stage texts, kernel
 output) are replaced by a one-line mark, largest first, until it fits; each is named in
 `truncated`. The 32-layer TransformerEncoder's real result (21.4 MB, 1.35 MB compressed) fits
 whole.
+
+A stored result is read as this version serves it: one stored before version 3 (whose page
+built the Kernels stage itself) gains each compile's Kernels stage, built from its kernels,
+fusion and timings as a fresh result's is (`features/kernels_stage.py`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 
+from ..features.kernels_stage import STAGE, kernels_artifact
+from ..features.spec import step_error
 from ..limits import limit
 
 LEVEL = 6
 ROUNDS = 6  # measures of a result over the limits before only its skeleton is kept
 MIN_DROPPED = 1000  # characters: shorter texts are never dropped
+KERNELS_SINCE = 3  # the result version whose compiles hold their Kernels stage
+# A result's JSON starts with its version (`build_result` puts it first): read without parsing.
+VERSION_FIRST = re.compile(r'\{"version": (\d+)[,}]')
+OLDER_KERNELS = ("this result was stored by an earlier torchbolt (result version {version}), "
+                 "whose page built the Kernels stage itself, and what it stored of this "
+                 "compile's kernels cannot make the stage")
 
 
 def _texts(result: dict) -> list[tuple[int, dict, str, str]]:
@@ -118,8 +131,36 @@ def _skeleton(result: dict) -> dict:
 
 
 def result_json(blob: bytes) -> bytes:
-    """The stored result's JSON, unparsed: what a server sends on as it is."""
-    return zlib.decompress(blob)
+    """The stored result's JSON as this version serves it: unparsed (what a server sends on as
+    it is) unless it was stored before version 3, when it is read, given its Kernels stages
+    (`with_kernel_stages`) and written again (the server caches what it serves of a key)."""
+    data = zlib.decompress(blob)
+    first = VERSION_FIRST.match(data[:32].decode("utf-8", "replace"))
+    if first and int(first[1]) >= KERNELS_SINCE:
+        return data
+    result = json.loads(data)
+    return json.dumps(result).encode("utf-8") if with_kernel_stages(result) else data
+
+
+def with_kernel_stages(result) -> bool:
+    """Give each compile of a result stored before version 3 its Kernels stage (in place), as
+    the result builder does; a compile whose stored kernels cannot make it gets a
+    `stage_errors` entry saying why in words (the pane shows it in the stage's place). False
+    for a result of version 3 or later, or of no version: nothing to do."""
+    version = result.get("version") if isinstance(result, dict) else None
+    if not isinstance(version, int) or version >= KERNELS_SINCE:
+        return False
+    for compiled in result.get("compiles") or []:
+        try:
+            made = kernels_artifact(compiled, result)
+            if made is not None:
+                compiled["stages"][STAGE.name] = made
+        except Exception as exc:  # what an older torchbolt stored: any shape
+            result.setdefault("stage_errors", []).append(step_error(
+                compiled.get("id") if isinstance(compiled, dict) else None, STAGE.name,
+                f"{type(exc).__name__}: {exc}", stages=[STAGE.name],
+                reason=OLDER_KERNELS.format(version=version)))
+    return True
 
 
 def expand_result(blob: bytes) -> dict:
