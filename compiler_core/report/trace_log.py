@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..features import TRACE_ARTIFACTS, TRACE_EVENTS
+from ..features.precompile import LoggedPrecompiles
 from ..wire import valid_record
 from .ranks import joined, rank_id
 from .result import build_result
@@ -109,6 +110,7 @@ class TraceLog:
     skipped_lines: int = 0
     entries: Counter = field(default_factory=Counter)  # every entry name seen, kept or not
     unread: Counter = field(default_factory=Counter)  # entry name -> how many were not read
+    precompiles: LoggedPrecompiles = field(default_factory=LoggedPrecompiles)
 
 
 CHUNK = 1 << 20  # bytes of a log file decoded and split at once (1 MiB: its text, lines and
@@ -222,6 +224,8 @@ def _read_entry(log: TraceLog, converter: TraceConverter, metadata: dict,
     if converted is None:
         return (None if entry == "str" else entry), None
     name, compile_id, meta = converted
+    if compile_id is None:  # a precompile's lowering logs none (features/precompile.py)
+        compile_id = log.precompiles.compile_id(name, metadata.get("stack"), converter.interned)
     return entry, {"name": name, "compile_id": compile_id, "meta": meta, "payload": payload}
 
 
@@ -329,7 +333,8 @@ def log_result(log: TraceLog, others: list[TraceLog], ranks: list[int] | None = 
                 "payload": None}, *log.records,
                *({"name": "note", "compile_id": None, "t": 0, "meta": {"text": note},
                   "payload": None} for note in notes)]
-    result = build_result(records, user_file_of(log.records), {"options": {}})
+    result = build_result(records, user_file_of(log.records) or log.precompiles.script,
+                          {"options": {}})
     result["trace_unread"] = dict(log.unread)
     restarted = [c for c in result["compiles"] if c["restarts"]]
     if restarted:  # the page shows them in each compile's metrics only

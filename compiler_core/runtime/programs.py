@@ -27,6 +27,7 @@ import warnings
 
 import torch
 
+from ..features.precompile import compile_name
 from .callables import user_line
 from .session import CaptureSession
 
@@ -124,7 +125,7 @@ class ProgramRecorder:
     def lowering(self, compile_id: str | None = None):
         """A precompile's compile: its id (a new one unless given), and the session's writer
         puts what is recorded with no compile id under it until it ends."""
-        compile_id = compile_id or f"precompile-{self._next('precompile')}"
+        compile_id = compile_id or compile_name(self._next("precompile"))
         writer = self.session.writer
         self.session.writer = _CompileWriter(writer, compile_id)
         try:
