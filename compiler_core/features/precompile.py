@@ -22,7 +22,6 @@ PyTorch's AttributeError, and the stage says in words why it is missing (`stage_
 from __future__ import annotations
 
 import re
-from difflib import SequenceMatcher
 
 from ..parsers import provenance
 from ..parsers.common import artifact
@@ -99,19 +98,22 @@ def extract(compile_records) -> dict:
     spec, text = SPECS[0], found["payload"]
     made = artifact(STAGE, compile_records.compile_id, spec.title, spec.language, text)
     codes = [r["payload"] or "" for r in compile_records.all("inductor_output_code")]
-    per_line, keys = copied_lines(text.split("\n"), codes, *output_code_map(compile_records, codes))
+    per_line, keys = copied_lines(text, codes, *output_code_map(compile_records, codes))
     return {STAGE: provenance.attach(made, per_line, keys)}
 
 
-def copied_lines(lines: list[str], codes: list[str], maps: list, keys: list) -> tuple:
-    """Each line's user lines and kernel_src key, from the output module line it is a copy of
-    (the modules' lines matched to `lines` in order)."""
-    per_line, line_keys = [[] for _ in lines], [None] * len(lines)
+def copied_lines(text: str, codes: list[str], maps: list, keys: list) -> tuple:
+    """Each line's user lines and kernel_src key, where it is a line of an output module (the
+    source inlines each verbatim; one not found maps nothing)."""
+    total = text.count("\n") + 1
+    per_line, line_keys = [[] for _ in range(total)], [None] * total
     for code, code_map, code_keys in zip(codes, maps, keys):
-        matcher = SequenceMatcher(None, code.split("\n"), lines, autojunk=False)
-        for at, to, size in matcher.get_matching_blocks():
-            per_line[to:to + size] = code_map[at:at + size]
-            line_keys[to:to + size] = code_keys[at:at + size]
+        at = text.find(code) if code else -1
+        if at < 0 or (at and text[at - 1] != "\n"):
+            continue
+        first = text.count("\n", 0, at)
+        for line, (lines, key) in enumerate(zip(code_map, code_keys), start=first):
+            per_line[line], line_keys[line] = lines, key
     return per_line, line_keys
 
 
