@@ -1,7 +1,7 @@
 """Import at scale (issue 46): `torchbolt report --trace-dir` against tlparse on real TORCH_TRACE
-logs of about 20, 100 and 300 MB.
+logs of about 20, 100 and 300 MB, and 1 GB (the 300 MB log four times over, `REPEATED`).
 
-    python bench/trace_scale_bench.py [--sizes 20,100,300] [--repeats 3] [--label after]
+    python bench/trace_scale_bench.py [--sizes 20,100,300,1000] [--repeats 3] [--label after]
 
 The logs are real: an N-layer encoder (attention, layer norms, MLP), forward and backward, compiled
 by Inductor, recompiled each time a global it branches on takes a new value (Dynamo guards on it),
@@ -34,6 +34,11 @@ CACHE = os.path.join(os.path.expanduser("~"), ".cache", "torchbolt", "traces")
 VENV_BIN = os.path.dirname(sys.executable)
 # Target size in MB -> (encoder layers, compiles of the encoder).
 LOGS = {20: (16, 5), 100: (32, 12), 300: (32, 37)}  # 20.9, 85.7 and 264 MB made here
+# Target size in MB -> (the logged run, times over): a log larger than a run here makes in an hour
+# is that run's log again and again in one file, as a script that calls `torch._dynamo.reset()`
+# between runs logs it (PyTorch numbers the compiles from 0/0 again, which torchbolt reads as
+# `[reset N] 0/0`). 1,058 MB.
+REPEATED = {1000: (300, 4)}
 
 WORKLOAD = '''
 import sys
@@ -96,6 +101,8 @@ for k in range(10):
 
 def make_log(size: int) -> str:
     """The folder of the log of about `size` MB, made if not cached."""
+    if size in REPEATED:
+        return repeated_log(*REPEATED[size])
     layers, compiles = LOGS[size]
     folder = os.path.join(CACHE, f"encoder-{layers}x{compiles}")
     if os.path.exists(os.path.join(folder, "DONE")):
@@ -112,6 +119,24 @@ def make_log(size: int) -> str:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(folder, "DONE"), "w") as fh:
         fh.write(f"{layers} layers, {compiles} compiles\n")
+    return folder
+
+
+def repeated_log(size: int, times: int) -> str:
+    """The folder of the `size` MB log written `times` times over in one file, made if not
+    cached."""
+    source = make_log(size)
+    folder = f"{source}-x{times}"
+    if os.path.exists(os.path.join(folder, "DONE")):
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    with open(os.path.join(folder, os.path.basename(log_file(source))), "wb") as out:
+        for _ in range(times):
+            with open(log_file(source), "rb") as fh:
+                shutil.copyfileobj(fh, out, 1 << 22)
+    with open(os.path.join(folder, "DONE"), "w") as fh:
+        fh.write(f"{os.path.basename(source)} {times} times over\n")
     return folder
 
 
@@ -165,7 +190,7 @@ def bench(size: int, repeats: int, root: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="20,100,300")
+    parser.add_argument("--sizes", default="20,100,300,1000")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--label", default="after", help="names the JSON: trace_scale_LABEL")
     parser.add_argument("--root", default=ROOT, help="the torchbolt checkout to time (another "

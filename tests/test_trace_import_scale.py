@@ -8,12 +8,10 @@ Timings against tlparse are bench/trace_scale_bench.py's (no timed test).
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import re
 import tracemalloc
-from pathlib import Path
 
 import pytest
 
@@ -22,10 +20,10 @@ from compiler_core import graph_view, report_html
 from compiler_core.present.layout import DOT_VIEW_ITEMS
 from compiler_core.report import trace_log
 from compiler_core.report.trace_log import trace_result
+from test_trace_import_tlparse import rank_folder
 
 pytest_plugins = ["test_trace_import_fixtures"]
 
-RANKS_DATA = Path(__file__).parent / "data" / "trace_ranks"
 BOOT = re.compile(r'<script type="application/json" id="boot">(.*?)</script>', re.S)
 MiB = 1 << 20
 
@@ -203,12 +201,9 @@ def test_a_multi_rank_folder_is_built_rank_by_rank(tmp_path, monkeypatch):
     built, two ranks' records are held at most (its own and the lowest rank's, built last: its
     notes name the folder), not every rank's. Three ranks: the recorded run's two and a copy of
     rank 1's log as rank 2."""
-    files = {}
-    for packed in sorted(RANKS_DATA.glob("*.log.gz")):
-        files[packed.name.removesuffix(".gz")] = tmp_path / packed.name.removesuffix(".gz")
-        files[packed.name.removesuffix(".gz")].write_bytes(gzip.decompress(packed.read_bytes()))
-    rank_1 = next(name for name in files if "_rank_1_" in name)
-    files["dedicated_log_torch_trace_rank_2_copy.log"] = files[rank_1]
+    names = rank_folder(tmp_path / "logs", "recorded")
+    files = {name: tmp_path / "logs" / name for name in names.values()}
+    files["dedicated_log_torch_trace_rank_2_copy.log"] = files[names[1]]
     parsed, held = [], []
     monkeypatch.setattr(trace_log, "parse_log", lambda *args, parse=trace_log.parse_log:
                         parsed.append(parse(*args)) or parsed[-1])
