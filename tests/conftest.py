@@ -22,6 +22,15 @@ def worker():
 
 
 @pytest.fixture(scope="session")
+def cli_cache_home(tmp_path_factory):
+    """The XDG_CACHE_HOME of the CLI runs that assert no fresh build (tests/test_cli.py,
+    test_trust_boundary.py, test_hostile_surfaces.py), as one user's cache is: the first run's
+    zygote builds the kept precompiled header (a warm-up compile), later runs reuse it instead
+    of each building its own; each script still has its own kernels folder (by its source)."""
+    return tmp_path_factory.mktemp("cli-cache")
+
+
+@pytest.fixture(scope="session")
 def gallery_results(worker):
     """slug -> result, each gallery example run once on CPU through the real engine (with the
     Core ATen / prims views, which a job traces only when asked)."""

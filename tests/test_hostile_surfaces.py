@@ -51,7 +51,7 @@ def hostile(tag: str, body: str) -> str:
 
 # -- item 8: the CLI, the build cache, the notebook
 
-def test_the_cli_shows_a_jobs_terminal_escapes_instead_of_sending_them(tmp_path):
+def test_the_cli_shows_a_jobs_terminal_escapes_instead_of_sending_them(tmp_path, cli_cache_home):
     """A clipboard write (OSC 52), a window title, an erase line and a fake green verdict in a
     phase name the job forges and in its exception's message reach the terminal as text."""
     script = tmp_path / "escapes.py"
@@ -62,7 +62,7 @@ def test_the_cli_shows_a_jobs_terminal_escapes_instead_of_sending_them(tmp_path)
     done = subprocess.run([sys.executable, "-m", "compiler_core", "run", str(script),
                            "--device", "cpu", "--no-measure", "--no-views"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
+                          env={**os.environ, "XDG_CACHE_HOME": str(cli_cache_home)})
     assert done.returncode == 1, done.stderr
     for stream in (done.stdout, done.stderr):
         assert not [c for c in RAW_CONTROLS if c in stream], repr(stream[-600:])
@@ -76,14 +76,15 @@ def tree_bytes(path: str) -> int:
                for folder, _, names in os.walk(path) for name in names)
 
 
-def test_a_script_filling_its_build_cache_is_stopped_at_the_disk_limit(tmp_path, monkeypatch):
+def test_a_script_filling_its_build_cache_is_stopped_at_the_disk_limit(tmp_path, monkeypatch,
+                                                                      cli_cache_home):
     """A script that writes up to 512 MB into its build-cache folder, 8 MB at a time, with a
     32 MB disk limit: it is stopped near the limit with a DiskLimit error naming the build
     cache, and the folder does not outlive the run (before: all 512 MB were written, the run
     ended normally, and only then was the folder removed)."""
     from compiler_core.__main__ import run_script
     from compiler_core.options import Options
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cli_cache_home))
     source = ("import os\n"
               "cache = os.path.dirname(os.environ['TORCHINDUCTOR_CACHE_DIR'])\n"
               "block = os.urandom(8 << 20)\n"
@@ -93,7 +94,7 @@ def test_a_script_filling_its_build_cache_is_stopped_at_the_disk_limit(tmp_path,
               "    print(i, flush=True)\n")
     path = tmp_path / "fill.py"
     path.write_text(source)
-    folder = tmp_path / "cache" / "torchbolt" / "build" / "scripts" / script_key(source)
+    folder = cli_cache_home / "torchbolt" / "build" / "scripts" / script_key(source)
     peak, done = [0], threading.Event()
 
     def sample() -> None:

@@ -103,10 +103,12 @@ print(f(torch.ones(3)).sum().item() > 0, "a different script")
 """
 
 
-def test_a_later_script_never_runs_what_an_earlier_job_planted(tmp_path):
-    planter, planted = run_cli(tmp_path, PLANT, "--no-measure", "--no-views")
+def test_a_later_script_never_runs_what_an_earlier_job_planted(tmp_path, cli_cache_home):
+    planter, planted = run_cli(tmp_path, PLANT, "--no-measure", "--no-views",
+                               cache_home=cli_cache_home)
     assert planter.returncode == 0 and "planted" in planted["stdout"], planter.stderr
-    victim, result = run_cli(tmp_path, VICTIM, "--no-measure", "--no-views")
+    victim, result = run_cli(tmp_path, VICTIM, "--no-measure", "--no-views",
+                             cache_home=cli_cache_home)
     assert victim.returncode == 0, victim.stderr
     assert "PLANTED" not in result["stdout"] + result["stderr"]
     assert "PLANTED" not in result["compiles"][0]["stages"]["output_code"]["text"]
@@ -127,14 +129,15 @@ print("tampered")
 
 
 @sandboxed
-def test_no_job_changes_the_header_every_script_shares(tmp_path):
+def test_no_job_changes_the_header_every_script_shares(tmp_path, cli_cache_home):
     """The precompiled header is the one cache all scripts share: a job that appends to every
     file it sees under /tmp changes only its own overlay, never the kept header."""
-    run_cli(tmp_path, VICTIM, "--no-measure", "--no-views")
-    header = tmp_path / "cache" / "torchbolt" / "build" / "header"
+    run_cli(tmp_path, VICTIM, "--no-measure", "--no-views", cache_home=cli_cache_home)
+    header = cli_cache_home / "torchbolt" / "build" / "header"
     kept = {p: p.read_bytes() for p in header.rglob("*") if p.is_file()}
     assert any(p.suffix == ".gch" for p in kept), sorted(kept)[:5]
-    proc, result = run_cli(tmp_path, TAMPER_HEADER, "--no-measure", "--no-views")
+    proc, result = run_cli(tmp_path, TAMPER_HEADER, "--no-measure", "--no-views",
+                           cache_home=cli_cache_home)
     assert proc.returncode == 0 and "tampered" in result["stdout"], proc.stderr
     assert {p: p.read_bytes() for p in header.rglob("*") if p.is_file()} == kept
 
