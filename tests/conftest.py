@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import uuid
+from unittest import mock
 
 import pytest
 
@@ -28,6 +30,44 @@ def cli_cache_home(tmp_path_factory):
     zygote builds the kept precompiled header (a warm-up compile), later runs reuse it instead
     of each building its own; each script still has its own kernels folder (by its source)."""
     return tmp_path_factory.mktemp("cli-cache")
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    """A real `redis-server` of the module's own (nothing else advertised on it)."""
+    from test_scaleout import Redis
+    redis = Redis(str(tmp_path_factory.mktemp("redis")))
+    redis.start()
+    yield redis
+    redis.proc.kill()
+    redis.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def fleet_host(tmp_path_factory):
+    """(a real `redis-server`, a client of it) with one worker host of one slot advertised there
+    (`python -m compiler_core worker`), shared by the fleet tests that run jobs
+    (tests/test_fleet_fairness.py, test_hostile_surfaces.py): each host pays torch's import and a
+    warm-up compile. Its runs' records are capped at 16 MiB on the stream (the cap's test)."""
+    import redis as redis_client
+    from test_scaleout import Redis, spawn, wait_for
+
+    from compiler_core.cluster import protocol
+    redis = Redis(str(tmp_path_factory.mktemp("fleet-host")))
+    redis.start()
+    with mock.patch.dict(os.environ, {"TORCHBOLT_LIMIT_STREAM_BYTES_PER_RUN": str(16 << 20)}):
+        proc = spawn(["-m", "compiler_core", "worker", "--device", "cpu"],
+                     os.path.join(redis.folder, "worker.log"), redis.url)
+    conn = redis_client.Redis.from_url(redis.url)
+    try:
+        wait_for(lambda: list(conn.scan_iter(match=protocol.slot_key("*"))), 240,
+                 "the worker slot to advertise itself")
+        yield redis, conn
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        redis.proc.kill()
+        redis.proc.wait()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """Fair across the fleet, on a real Redis: per-client limits and round-robin held in Redis.
 
-A `redis-server` on a free port, one worker host of one slot (`python -m compiler_core worker`)
-and web servers on the broker (real waitress servers in this process, so each pair can have its
+A `redis-server` on a free port, one worker host of one slot (`python -m compiler_core worker`;
+both the session's `fleet_host`, tests/conftest.py) and web servers on the broker (real waitress servers in this process, so each pair can have its
 own per-client limit). Clients are told apart by their address: each test client connects from
 its own loopback address (127.0.0.2, 127.0.0.3, ...), and the web layer trusts no proxy header.
 """
@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import signal
 import threading
 import time
 from collections import Counter
 
 import pytest
-from test_scaleout import QUICK, Redis, script, spawn, wait_for
+from test_scaleout import QUICK, script, wait_for
 
 from app import create_app
 from app.manager import MAX_QUEUED, limit_reached
@@ -28,49 +26,31 @@ from compiler_core.cluster import fairness, leases, protocol
 A, B, C, D = "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory):
-    redis = Redis(str(tmp_path_factory.mktemp("fleet")))
-    redis.start()
-    yield redis
-    redis.proc.kill()
-    redis.proc.wait()
-
-
 @pytest.fixture
-def scratch(redis_server):
-    """A client on database 1 of the server (the fleet uses 0), emptied for each test."""
+def scratch(fleet_host):
+    """A client on database 1 of the fleet's server (the fleet uses 0), emptied for each test."""
     import redis as redis_client
-    conn = redis_client.Redis.from_url(redis_server.url.rsplit("/", 1)[0] + "/1")
+    conn = redis_client.Redis.from_url(fleet_host[0].url.rsplit("/", 1)[0] + "/1")
     conn.flushdb()
     return conn
 
 
 @pytest.fixture(scope="module")
-def worker_host(redis_server):
-    """One worker host with one slot, advertised in Redis."""
-    import redis as redis_client
-    log = os.path.join(redis_server.folder, "worker.log")
-    proc = spawn(["-m", "compiler_core", "worker", "--device", "cpu"], log, redis_server.url)
-    conn = redis_client.Redis.from_url(redis_server.url)
-    try:
-        wait_for(lambda: list(conn.scan_iter(match=protocol.slot_key("*"))), 240,
-                 "the worker slot to advertise itself")
-        yield conn
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+def worker_host(fleet_host):
+    """A client of the fleet's Redis, where one worker host with one slot is advertised
+    (`fleet_host`, tests/conftest.py)."""
+    return fleet_host[1]
 
 
 @pytest.fixture(scope="module")
-def web_servers(redis_server, worker_host, tmp_path_factory):
+def web_servers(fleet_host, tmp_path_factory):
     """`make(per_client)`: two web servers on the broker with that per-client limit."""
     made = []
 
     def make(per_client: int) -> list[int]:
         ports = []
         for _ in range(2):
-            app = create_app({"BROKER": redis_server.url, "WORKERS": 0,
+            app = create_app({"BROKER": fleet_host[0].url, "WORKERS": 0,
                               "JOBS_PER_CLIENT": per_client, "WARM_FIRST_LESSON": False,
                               "DATA_DIR": str(tmp_path_factory.mktemp("web"))})
             server = make_server(app, "127.0.0.1", 0, threads=16)

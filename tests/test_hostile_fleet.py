@@ -8,7 +8,7 @@ items 7 and 9 on the fleet).
   results go first, never one used within the hour a job handle lives; when every result is
   that recent, a new one is refused with a typed `StoreFull` and its job still answers.
 
-A real `redis-server` (test_fleet_fairness's fixture) and a real waitress web server on the
+A real `redis-server` (the module's own, tests/conftest.py) and a real waitress web server on the
 broker, in this process. Its environment is one fake slot's heartbeat: the one run sent on to
 RQ is never taken, so every other run waits in the fair queue and nothing runs.
 """
@@ -25,7 +25,6 @@ import time
 import uuid
 
 import pytest
-from test_fleet_fairness import redis_server  # noqa: F401 (a fixture: one Redis per module)
 from test_hostile_http_cost import assert_refusal, rss_mb
 
 from compiler_core import BrokerDown

@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from unittest import mock
 
 import pytest
-from test_fleet_fairness import redis_server  # noqa: F401 (a fixture: one Redis per module)
-from test_scaleout import QUICK, spawn, wait_for
+from test_scaleout import QUICK
 from test_trust_boundary import without_bwrap
 from test_untrusted_live import FIND_RECORDS
 
@@ -148,30 +145,22 @@ def test_a_notebook_cell_without_the_sandbox_refuses_unless_told_unsafe(tmp_path
 # -- item 9: the fleet's Redis
 
 @pytest.fixture(scope="module")
-def fleet(redis_server, tmp_path_factory):
-    """One worker host of one slot (its runs' records capped at 16 MiB on the stream) and one
-    web server on the broker; yields (web server port, a Redis client)."""
-    import redis as redis_client
-
+def fleet(fleet_host, tmp_path_factory):
+    """One worker host of one slot (its runs' records capped at 16 MiB on the stream: the
+    session's `fleet_host`, tests/conftest.py) and one web server on the broker; yields (web
+    server port, a Redis client)."""
     from app import create_app
     from app.serving import make_server
-    log = os.path.join(redis_server.folder, "worker.log")
-    with mock.patch.dict(os.environ, {"TORCHBOLT_LIMIT_STREAM_BYTES_PER_RUN": str(16 << 20)}):
-        proc = spawn(["-m", "compiler_core", "worker", "--device", "cpu"], log, redis_server.url)
-    conn = redis_client.Redis.from_url(redis_server.url)
-    app = create_app({"BROKER": redis_server.url, "WORKERS": 0, "WARM_FIRST_LESSON": False,
+    redis, conn = fleet_host
+    app = create_app({"BROKER": redis.url, "WORKERS": 0, "WARM_FIRST_LESSON": False,
                       "DATA_DIR": str(tmp_path_factory.mktemp("web"))})
     server = make_server(app, "127.0.0.1", 0, threads=16)
     threading.Thread(target=server.run, daemon=True).start()
     try:
-        wait_for(lambda: list(conn.scan_iter(match=protocol.slot_key("*"))), 240,
-                 "the worker slot to advertise itself")
         yield server.effective_port, conn
     finally:
         app.extensions["torchbolt.jobs"].close()
         server.close()
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def run_on_fleet(fleet, source: str, timeout: float = 90) -> tuple[dict, str]:
