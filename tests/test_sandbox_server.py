@@ -45,18 +45,26 @@ def call(url: str, body: dict | None = None) -> dict:
         return json.loads(response.read())
 
 
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """One store for both servers: the second finds the first lesson's result stored there and
+    runs no warm-up lesson before the test's job."""
+    return tmp_path_factory.mktemp("store")
+
+
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
-def test_a_stopped_server_leaves_no_job_behind(tmp_path, how):
+def test_a_stopped_server_leaves_no_job_behind(data_dir, how):
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port), "--data-dir",
-                               str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                               str(data_dir)], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     try:
         for line in server.stdout:
             if "serving on" in line:
                 break
         base = f"http://127.0.0.1:{port}"
-        job = call(f"{base}/api/compile", {"source": ENDLESS, "options": {"timeout": 60}})
+        endless = f"{ENDLESS}# {how.name}\n"  # its own run, never one the other server stored
+        job = call(f"{base}/api/compile", {"source": endless, "options": {"timeout": 60}})
         # The script forks a setsid() child: 2 processes once it runs (after the server's
         # warm-up run of the first lesson, which may hold the worker first).
         deadline = time.monotonic() + 60
