@@ -1,4 +1,5 @@
-"""Shared fixtures: ONE warm worker per test session, and each gallery example compiled once."""
+"""Shared fixtures: ONE warm worker per test session, each gallery example compiled once, one
+build cache for the CLI's runs and one Redis with a worker host for the fleet's jobs."""
 
 from __future__ import annotations
 
@@ -71,35 +72,52 @@ def fleet_host(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def gallery_results(worker):
-    """slug -> result, each gallery example run once on CPU through the real engine (with the
-    Core ATen / prims views, which a job traces only when asked)."""
-    return {ex.slug: worker.run(ex.source, Options(device="cpu", views=True), user_file=ex.path)
-            for ex in list_examples()}
+def cpu_runs(worker):
+    """run(source, user_file) -> (the job's result, its script's path in the job, its records as
+    the job kept them): each source run once per script name (the job keeps only the base name)
+    on CPU through the real engine, with the default options (timings, and the Core ATen / prims
+    views, which a job traces only when asked). Shared by `gallery_results` and `kept_runs`, so
+    a gallery example runs once for both."""
+    from compiler_core.supervisor.job import Job
+    runs: dict[tuple[str, str], tuple[dict, str, list]] = {}
+
+    def run(source: str, user_file: str) -> tuple[dict, str, list]:
+        key = source, os.path.basename(user_file)
+        if key not in runs:
+            records: list = []
+            job = Job(source, Options(device="cpu", views=True), user_file,
+                      mirror=lambda step, data: records.append(data) if step == "record" else None)
+            worker.execute(job)
+            runs[key] = job.result, job.user_file, records
+        return runs[key]
+    return run
 
 
 @pytest.fixture(scope="session")
-def kept_runs(worker):
+def gallery_results(cpu_runs):
+    """slug -> result, each gallery example run once (`cpu_runs`)."""
+    return {ex.slug: cpu_runs(ex.source, ex.path)[0] for ex in list_examples()}
+
+
+@pytest.fixture(scope="session")
+def kept_runs(cpu_runs):
     """run(source, name) -> (a job's result, its result rebuilt from its records with its
     profiles taken as not withheld: the kernel attribution's join, which a busy machine would
-    withhold; tests/test_attribution*.py), each source run once."""
+    withhold; tests/test_attribution*.py), each run once (`cpu_runs`: a gallery example's run
+    is `gallery_results`' when `name` is its file's)."""
     from compiler_core.report.result import build_result
-    from compiler_core.supervisor.job import Job
     from compiler_core.wire import unpacked
-    runs: dict[str, tuple[dict, dict]] = {}
+    rebuilt: dict[tuple[str, str], dict] = {}
 
     def run(source: str, name: str) -> tuple[dict, dict]:
-        if source not in runs:
-            records: list[dict] = []
-            job = Job(source, Options(device="cpu"), name, mirror=lambda step, data:
-                      records.append(data) if step == "record" else None)
-            worker.execute(job)
+        result, user_file, records = cpu_runs(source, name)
+        if (source, name) not in rebuilt:
             kept = [unpacked(r) for r in records]
             for record in (r for r in kept if r["name"] == "timing"):
                 for side in record["meta"].get("kernels", {}).get("totals", {}).values():
                     side.pop("withheld", None)
-            runs[source] = job.result, build_result(kept, job.user_file)
-        return runs[source]
+            rebuilt[source, name] = build_result(kept, user_file)
+        return result, rebuilt[source, name]
     return run
 
 
