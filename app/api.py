@@ -70,7 +70,7 @@ def compile_source():
     source, options, environment = parse_compile_request()
     current_app.extensions["torchbolt.submits"].take(client_id())  # answers from the store too
     handle = manager().submit(source, options, client_id(), environment)
-    return jsonify({"ok": True, "handle": handle.id, "job": handle.id, "key": handle.key,
+    return jsonify({"ok": True, **handle.named(), "key": handle.key,
                     "status": handle.status, "cached": handle.cached}), 202
 
 
@@ -110,7 +110,7 @@ def cancel_job(handle_id: str):
     submitted the same code and still wait for it."""
     handle = find_handle(handle_id)
     manager().cancel(handle)
-    return jsonify({"ok": True, "handle": handle.id, "job": handle.id, "status": handle.status})
+    return jsonify({"ok": True, **handle.named(), "status": handle.status})
 
 
 @bp.get("/jobs/<handle_id>/events")

@@ -222,9 +222,14 @@ class Handle:
         run = self.run
         return "final" if run.is_final and run.is_finished else f"r{run.job.version}"
 
+    def named(self) -> dict:
+        """How an answer names this handle: `handle`, and `job`, the same id, kept for clients
+        written before `handle` (README's API section)."""
+        return {"handle": self.id, "job": self.id}
+
     def to_json(self, with_result: bool = True) -> dict:
         run = self.run
-        return {"ok": True, "handle": self.id, "job": self.id, "key": self.key,
+        return {"ok": True, **self.named(), "key": self.key,
                 "status": self.status, "cached": self.cached,
                 "message": None if self.detached else run.message,
                 "elapsed_s": round((self.finished or time.monotonic()) - self.created, 3),
