@@ -14,8 +14,9 @@ Events, in order, each passed to `listener` as it happens: `{"type": "status", "
 "running"}` when the script starts, then one `{"type": "stage", "stage", "compile_id", "t"}` per
 stage of a compile id as its first record arrives (the stage registry says which record
 announces which stage); a progress marker that is no stage (a graph break, a recompile) comes
-as the same event with `marker` naming it (`stage` repeats it for clients written before), and a `{"type": "phase", "step", "then", "t"}` when a long step begins
-(the script, the timings, the views; `then`: the later ones this run still holds). The partial
+as the same event with `marker` naming it (`stage` repeats it for clients written before); and
+a `{"type": "phase", "step", "then", "t"}` when a long step begins (the script, the timings,
+the views; `then`: the later ones this run still holds). The partial
 result is built from the records so far, so a page can show every stage captured before the job
 ends, and what the script printed so far (a handle cancelled while the run goes on keeps it).
 
