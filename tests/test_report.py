@@ -17,10 +17,8 @@ import sysconfig
 
 import pytest
 
-from compiler_core import report_html
-from compiler_core.report.trace_log import trace_result
 from compiler_core.gallery import get_example
-from compiler_core.report.trace_log import parse_log
+from compiler_core.report.trace_log import parse_log, trace_result
 from plain_trace import traced_folder
 
 pytest_plugins = ["test_app_fixtures"]
