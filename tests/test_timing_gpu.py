@@ -33,7 +33,8 @@ def test_fused_pointwise_chain_is_one_kernel_near_peak_bandwidth(results):
     assert list(timing["e2e"]) == ["warm", "cold", "throughput", "cudagraphs"]
     assert timing["e2e"]["warm"]["calls_per_sample"] == 1  # each call timed on its own
     assert timing["e2e"]["warm"]["speedup"]["median"] > 1.5
-    assert timing["e2e"]["warm"]["host_bound"] is False  # the GPU paces it: the base budget
+    warm = timing["e2e"]["warm"]  # the GPU paces it: the base budget
+    assert warm["host_bound"] is False, (warm["host_share"], timing["phases_s"])
     kernels = timing["kernels"]
     (fused,) = [r for r in kernels["compiled"] if r["kind"] == "triton"]
     assert kernels["totals"]["compiled"]["launches_per_call"] == 1

@@ -80,6 +80,8 @@ def test_calls_the_host_paces_are_sampled_over_seconds():
     host_bound = plan_per_call(fns, ProbedClock(device_ms=2.0, host_ms=1.9))
     tiny = plan_per_call(fns, ProbedClock(device_ms=0.02, host_ms=0.02))
     assert not gpu_bound["host_bound"] and host_bound["host_bound"] and tiny["host_bound"]
+    assert gpu_bound["host_share"] == {"eager": 0.1, "compiled": 0.1}  # the least of 3 probes
+    assert host_bound["host_share"]["compiled"] == 0.95
     assert gpu_bound["turns"] == MIN_TURNS  # 20 ms turns: 0.8 s, over the 0.4 s budget
     span_s = host_bound["turns"] * host_bound["calls_per_turn"] * 2 * 2e-3
     assert HOST_BOUND_S - 0.1 <= span_s <= HOST_BOUND_S

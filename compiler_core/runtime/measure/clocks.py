@@ -159,14 +159,16 @@ def host_share(probes: list[tuple[float, float]]) -> float:
 
 def plan_per_call(fns: dict, clock: CudaClock) -> dict:
     """Calls per turn and turns for `interleaved_per_call`, and whether the host paces the
-    calls (see above): three probes of three calls per function."""
+    calls (see above), with each function's host share: three probes of three calls each."""
     probes = [[clock.probe(fn, 3) for _ in range(3)] for fn in fns.values()]
     per_call_s = [max(runs[-1][0], 1e-4) / 1e3 for runs in probes]
-    host_bound = any(host_share(runs) >= HOST_BOUND_SHARE for runs in probes)
+    shares = {name: host_share(runs) for name, runs in zip(fns, probes)}
+    host_bound = any(share >= HOST_BOUND_SHARE for share in shares.values())
     calls = min(MAX_CALLS_PER_TURN, max(1, math.ceil(TURN_S / max(per_call_s))))
     span_s = HOST_BOUND_S if host_bound else BUDGET_S["cuda"]
     turns = min(int(span_s / (calls * sum(per_call_s))), MAX_CALLS // calls)
-    return {"calls_per_turn": calls, "turns": max(MIN_TURNS, turns), "host_bound": host_bound}
+    return {"calls_per_turn": calls, "turns": max(MIN_TURNS, turns), "host_bound": host_bound,
+            "host_share": {name: round(share, 3) for name, share in shares.items()}}
 
 
 def plan(fns: dict, clock, device: str) -> tuple[int, int]:

@@ -124,6 +124,7 @@ def _gpu_series(calls: dict, device: Device, replay: Replay) -> dict:
         return {**series, "gpu_clock": watch.figures}
     out = {"warm": {**clocked(turns, restore),
                     "calls_per_sample": 1, "host_bound": planned["host_bound"],
+                    "host_share": planned["host_share"],
                     "how": "each call timed on its own (CUDA events), calls queued one after "
                     "another; L2 as the previous call left it"},
            "cold": {**clocked(COLD_TURNS, cold),
