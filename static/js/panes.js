@@ -171,9 +171,10 @@ class Pane {
         h("div", { class: "pane-pick" }, this.compileSelect, this.stageSelect),
         h("div", { class: "pane-tools" }, this.viewButtons, this.compareButton, this.diffSelect,
         this.diffInfo, h("span", { class: "spacer" }),
-        h("button", { class: "icon copy", title: "Copy this stage's text", onclick: () => this.copy() }, "Copy"),
-        h("button", { class: "icon download", title: "Download this stage's text",
-                      onclick: () => this.download() }, "Save"))),
+        h("div", { class: "pane-actions" },
+          h("button", { class: "icon copy", title: "Copy this stage's text", onclick: () => this.copy() }, "Copy"),
+          h("button", { class: "icon download", title: "Download this stage's text",
+                        onclick: () => this.download() }, "Save")))),
       this.note, this.errorStrip, this.body);
     this.renderedKey = null;
   }

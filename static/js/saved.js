@@ -13,9 +13,9 @@ function size(bytes) {
 function rows(values, onUserLine) {
   return values.map((v) => h("tr", {},
     h("td", {}, v.name),
-    h("td", {}, v.input ? "graph input" : v.op),
-    h("td", {}, `${v.dtype ?? "?"}[${(v.shape ?? []).join(", ")}]`),
-    h("td", {}, size(v.bytes)),
+    h("td", { class: "op" }, v.input ? "graph input" : v.op),
+    h("td", {}, v.dtype ?? "?", h("wbr"), `[${(v.shape ?? []).join(", ")}]`), // may break before its shape
+    h("td", { class: "size" }, size(v.bytes)),
     h("td", {}, v.lines.map((line) => h("button", { class: "link user-line", title: `Select line ${line}`,
                                                   onclick: () => onUserLine(line) }, String(line))))));
 }
