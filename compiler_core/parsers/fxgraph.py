@@ -72,7 +72,8 @@ def _names(expr: str, known: dict) -> list[str]:
 
 
 class _Graph:
-    """One `def forward`: its nodes by name, in order."""
+    """One `def forward`: its nodes by name, in order, each made as the row `fx_nodes` gives (a
+    text's graphs and rows are one set of dicts, not two)."""
 
     def __init__(self, label: str):
         self.label = label
@@ -82,12 +83,13 @@ class _Graph:
     def add(self, name: str, op: str, target: str, type_text: str | None, line, inputs) -> None:
         shape, dtype = parse_type(type_text)
         self.nodes[name] = {"name": name, "op": op, "target": target, "shape": shape,
-                            "dtype": dtype, "line": line, "module": None, "inputs": inputs}
+                            "dtype": dtype, "line": line, "module": None, "inputs": inputs,
+                            "id": name, "graph": self.label, "modules": []}
 
     def rename(self, old: str, new: str) -> None:
         """Dynamo prints each placeholder's FX name as an alias, `l_x_ = L_x_`: one node."""
-        self.nodes = {(new if name == old else name): ({**node, "name": new} if name == old
-                                                       else node)
+        self.nodes = {(new if name == old else name): ({**node, "name": new, "id": new}
+                                                       if name == old else node)
                       for name, node in self.nodes.items()}
 
 
@@ -114,7 +116,9 @@ def _kept_parse(text: str, src_lines: list) -> dict:
     if kept is not None and kept["src_lines"] == src_lines:
         _parsed.move_to_end(text)
         return kept
-    kept = {"src_lines": list(src_lines), "graphs": _parse_graphs(text, src_lines), "rows": None}
+    graphs = _parse_graphs(text, src_lines)
+    kept = {"src_lines": list(src_lines), "graphs": graphs,
+            "rows": [node for graph in graphs for node in graph.nodes.values()]}
     _parsed[text] = kept
     _parsed.move_to_end(text)
     while len(_parsed) > PARSES_KEPT:
@@ -169,23 +173,19 @@ def _parse_graphs(text: str, src_lines: list) -> list[_Graph]:
                 current.add(node["name"], op, target, node["type"], line_no,
                             _names(expr, current.nodes))
         index += 1
+    named = [graph for graph in graphs if graph.nodes]
+    for graph in named if len(named) > 1 else []:  # ids and inputs name their graph
+        for node in graph.nodes.values():
+            node["id"] = f"{graph.label}:{node['name']}"
+            node["inputs"] = [f"{graph.label}:{name}" for name in node["inputs"]]
     return graphs
 
 
 def fx_nodes(text: str, src_lines: list) -> list[dict]:
     """Node rows of every graph in an FX text; ids are `graph:name` when there are several.
+    A row's module stack is empty: the text prints none (`stage_nodes` adds a stage's own).
     Shared, as the parse is: callers read the rows and never change them."""
-    kept = _kept_parse(text, src_lines)
-    if kept["rows"] is None:
-        graphs = [g for g in kept["graphs"] if g.nodes]
-        rows = []
-        for graph in graphs:
-            prefix = f"{graph.label}:" if len(graphs) > 1 else ""
-            for node in graph.nodes.values():
-                rows.append({**node, "id": prefix + node["name"], "graph": graph.label,
-                             "inputs": [prefix + name for name in node["inputs"]]})
-        kept["rows"] = rows
-    return kept["rows"]
+    return _kept_parse(text, src_lines)["rows"]
 
 
 def stage_nodes(artifact: dict) -> list[dict]:
@@ -195,17 +195,10 @@ def stage_nodes(artifact: dict) -> list[dict]:
         return [{"modules": [], **node, "id": node["name"], "graph": ""}
                 for node in artifact["nodes"]]
     modules = artifact.get("modules") or {}
-    if not modules:  # no module stacks (a log's graphs): kept with the parse, shared like its rows
-        return _bare_rows(artifact["text"], artifact.get("src_lines") or [])
+    if not modules:  # no module stacks (a log's graphs): the rows kept with the parse, shared
+        return fx_nodes(artifact["text"], artifact.get("src_lines") or [])
     rows = []
     for row in fx_nodes(artifact["text"], artifact.get("src_lines") or []):
         stack = modules.get(row["id"], [])
         rows.append({**row, "modules": stack, "module": stack[-1][0] if stack else None})
     return rows
-
-
-def _bare_rows(text: str, src_lines: list) -> list[dict]:
-    kept = _kept_parse(text, src_lines)
-    if kept.get("bare") is None:
-        kept["bare"] = [{**row, "modules": [], "module": None} for row in fx_nodes(text, src_lines)]
-    return kept["bare"]

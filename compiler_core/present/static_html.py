@@ -52,6 +52,8 @@ BOOT_MARK = "torchbolt report boot data"  # where the template's boot data goes,
 HTML_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027"))
 STREAMED_LEVELS = 7  # boot > share > result > compiles > a compile > stages > a stage: one
 # stage's JSON at most (a compile's whole, 5 levels, held 11 MiB more at a 20.9 MB log's peak)
+PAGE_BLOCK = 1 << 16  # characters of the page before the boot data written at a time: the page
+# (2.2 MB: inlined modules and fonts) split in two held it twice at the 20.9 MB log's peak
 MIME = {".js": "text/javascript", ".woff2": "font/woff2", ".svg": "image/svg+xml"}
 
 
@@ -233,8 +235,11 @@ def write_report(out: TextIO, source: str, options: dict, result: dict) -> None:
     page = environment.get_template("report.html").render(
         boot=BOOT_MARK, css=inline_css(), importmap=import_map(), favicon=data_url("favicon.svg"),
         entry=f"{MODULE_PREFIX}js/main.js")
-    head, tail = page.split(json.dumps(BOOT_MARK), 1)
-    out.write(head)
+    mark = page.index(json.dumps(BOOT_MARK))
+    for start in range(0, mark, PAGE_BLOCK):
+        out.write(page[start:min(start + PAGE_BLOCK, mark)])
+    tail = page[mark + len(json.dumps(BOOT_MARK)):]
+    del page  # the boot data is written without the page held
     _write_json(out, boot, STREAMED_LEVELS)
     out.write(tail)
 
