@@ -67,7 +67,7 @@ def create_app(test_config: dict | None = None, workers: list[Worker] | None = N
     )
     app.config.update(test_config or {})
     app.json.sort_keys = False
-    app.extensions["torchbolt.jobs"] = _manager(app.config, workers).start()
+    app.extensions["torchbolt.runs"] = _manager(app.config, workers).start()
     config = app.config
     app.extensions["torchbolt.streams"] = Limiter(
         config["STREAMS_PER_CLIENT"], config["THREADS"] - config["STREAM_RESERVE"])

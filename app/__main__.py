@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m app") -> None:
     def stop(signum, frame):
         print(f"torchbolt: {signal.Signals(signum).name}: closing the compile workers", flush=True)
         for app in apps:
-            app.extensions["torchbolt.jobs"].close()
+            app.extensions["torchbolt.runs"].close()
         for proc in slots:
             proc.terminate()
         sys.exit(0)
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m app") -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     apps.append(create_app(config))
-    manager = apps[0].extensions["torchbolt.jobs"]
+    manager = apps[0].extensions["torchbolt.runs"]
     print("torchbolt: warming up the compile worker (imports torch once) ...", flush=True)
     manager.wait_ready()
     server = make_server(apps[0], args.host, args.port, args.threads)

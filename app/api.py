@@ -42,7 +42,7 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 
 
 def manager():
-    return current_app.extensions["torchbolt.jobs"]
+    return current_app.extensions["torchbolt.runs"]
 
 
 def client_id() -> str:

@@ -219,7 +219,7 @@ def probe_status(port: int, stop: threading.Event, latencies: list, rss: list) -
 
 def start_server(data_dir: str):
     app = create_app({"DATA_DIR": data_dir, "WORKERS": 1})
-    manager = app.extensions["torchbolt.jobs"]
+    manager = app.extensions["torchbolt.runs"]
     started = time.monotonic()
     manager.wait_ready()
     warm_s = round(time.monotonic() - started, 2)

@@ -13,7 +13,7 @@ from compiler_core.report.result import build_result
 from compiler_core.wire import parse_record, read_records
 
 from test_app_api import BREAK, TINY, sse_events
-from test_app_fixtures import wait_for_job
+from test_app_fixtures import wait_for_handle
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -25,7 +25,7 @@ def test_every_answer_about_a_submit_names_its_handle_and_keeps_job(client, comp
     submit = client.post("/api/compile", json={"source": TINY, "options": {}}).get_json()
     handle = submit["handle"]
     assert submit["job"] == handle and submit["cached"]
-    assert wait_for_job(client, handle)["handle"] == handle
+    assert wait_for_handle(client, handle)["handle"] == handle
     index = client.get(f"/api/jobs/{handle}?view=index").get_json()
     assert index["handle"] == index["job"] == handle
     cancel = client.post(f"/api/jobs/{handle}/cancel").get_json()
@@ -36,7 +36,7 @@ def test_a_graph_break_is_announced_as_a_marker_not_as_a_stage(client):
     source = BREAK + "# its own run: a stored one has no stage events\n"
     submit = client.post("/api/compile", json={"source": source, "options": {"measure": False}})
     handle = submit.get_json()["handle"]
-    assert wait_for_job(client, handle)["status"] == "done"
+    assert wait_for_handle(client, handle)["status"] == "done"
     announced = [e for kind, e in sse_events(client.get(f"/api/jobs/{handle}/events"))
                  if kind == "stage"]
     markers = [e for e in announced if "marker" in e]

@@ -12,7 +12,7 @@ from compiler_core import Job, Options
 from compiler_core.gallery import get_example
 from compiler_core.report.result import build_result
 
-from test_app_fixtures import wait_for_job
+from test_app_fixtures import wait_for_handle
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -109,7 +109,7 @@ def test_timeout_says_so_and_is_not_reused(client, compiled):
     again = client.post("/api/compile", json={"source": "import time\n\nwhile True:\n    time.sleep(0.01)\n",
                                               "options": {"timeout": 1}}).get_json()
     assert not again["cached"]
-    wait_for_job(client, again["handle"])
+    wait_for_handle(client, again["handle"])
 
 
 def test_cancel_stops_a_running_job(client):
@@ -117,7 +117,7 @@ def test_cancel_stops_a_running_job(client):
     while client.get(f"/api/jobs/{job['handle']}").get_json()["status"] == "queued":
         time.sleep(0.05)
     assert client.post(f"/api/jobs/{job['handle']}/cancel").get_json()["ok"]
-    done = wait_for_job(client, job["handle"], timeout=20)
+    done = wait_for_handle(client, job["handle"], timeout=20)
     assert done["result"]["error"]["type"] == "Cancelled"
 
 

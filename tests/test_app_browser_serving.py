@@ -23,7 +23,7 @@ def serve(worker, tmp_path):
 
     def start(**config):
         app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path), **config}, workers=[worker])
-        app.extensions["torchbolt.jobs"].wait_ready()
+        app.extensions["torchbolt.runs"].wait_ready()
         server = make_server(app, "127.0.0.1", 0, threads=16)
         threading.Thread(target=server.run, daemon=True).start()
         servers.append(server)

@@ -32,7 +32,7 @@ def app(worker, tmp_path_factory):
                       "SUBMIT_BURST": 10_000,  # many tests submit from one address
                       "MAX_TIMEOUT": LOAD_PROOF_TIMEOUT_S},
                      workers=[worker])
-    app.extensions["torchbolt.jobs"].wait_ready()
+    app.extensions["torchbolt.runs"].wait_ready()
     return app
 
 
@@ -52,14 +52,15 @@ def outcome(data: dict) -> str:
     return data["status"] if not error else f"{data['status']}: {error}"
 
 
-def wait_for_job(client, job_id: str, timeout: float = LOAD_PROOF_TIMEOUT_S) -> dict:
+def wait_for_handle(client, handle_id: str, timeout: float = LOAD_PROOF_TIMEOUT_S) -> dict:
+    """The answer about a submit (GET /api/jobs/ID) once its run ended."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        data = client.get(f"/api/jobs/{job_id}").get_json()
+        data = client.get(f"/api/jobs/{handle_id}").get_json()
         if data["status"] in ("done", "failed"):
             return data
         time.sleep(0.05)
-    raise AssertionError(f"job {job_id} did not finish in {timeout} s")
+    raise AssertionError(f"the run of handle {handle_id} did not finish in {timeout} s")
 
 
 class Compiler:
@@ -80,7 +81,7 @@ class Compiler:
                     break
                 time.sleep(0.2)
             assert response.status_code == 202, response.get_json()
-            self.jobs[key] = wait_for_job(self.client, response.get_json()["handle"])
+            self.jobs[key] = wait_for_handle(self.client, response.get_json()["handle"])
         return self.jobs[key]
 
 

@@ -23,7 +23,7 @@ from app import create_app
 from app.serving import exposure_refusal, make_server, sandbox_state
 from app.validate import parse_options
 
-from test_app_fixtures import wait_for_job
+from test_app_fixtures import wait_for_handle
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -88,7 +88,7 @@ def extra_app(worker, tmp_path):
     def build(**config):
         app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path / "store"), **config},
                          workers=[worker])
-        app.extensions["torchbolt.jobs"].wait_ready()
+        app.extensions["torchbolt.runs"].wait_ready()
         return app
     return build
 
@@ -144,7 +144,7 @@ def test_cancel_detaches_one_handle_and_the_run_goes_on(app):
     events = b.get(f"/api/jobs/{job_b['handle']}/events").get_data(as_text=True)
     last = json.loads(events.rstrip().rsplit("data: ", 1)[1])
     assert last["type"] == "done" and last["error"]["type"] == "Cancelled"
-    theirs = wait_for_job(a, job_a["handle"])
+    theirs = wait_for_handle(a, job_a["handle"])
     assert theirs["status"] == "done" and theirs["result"]["stdout"] == "slept\n"
     again = submit(b, source)  # the result was stored: a cache hit, answered at once
     assert again["cached"] and again["status"] == "done" and again["handle"] != job_b["handle"]
@@ -156,8 +156,8 @@ def test_run_is_cancelled_when_its_last_handle_is(app):
     job_a = submit(a, source, timeout=20)
     wait_status(a, job_a["handle"], "running")
     job_b = submit(b, source, timeout=20)
-    run = app.extensions["torchbolt.jobs"].get(job_a["handle"]).run
-    assert app.extensions["torchbolt.jobs"].get(job_b["handle"]).run is run  # joined, not re-run
+    run = app.extensions["torchbolt.runs"].get(job_a["handle"]).run
+    assert app.extensions["torchbolt.runs"].get(job_b["handle"]).run is run  # joined, not re-run
     a.post(f"/api/jobs/{job_a['handle']}/cancel")
     assert not run.job.cancelled
     b.post(f"/api/jobs/{job_b['handle']}/cancel")
@@ -181,7 +181,7 @@ def test_one_client_cannot_starve_another(app):
     backlog = submit(x, endless(), timeout=20)  # FIFO would run this before y's job
     started = time.monotonic()
     small = submit(y, quick("y"))
-    y_done = wait_for_job(y, small["handle"], timeout=30)
+    y_done = wait_for_handle(y, small["handle"], timeout=30)
     waited = time.monotonic() - started
     x.post(f"/api/jobs/{backlog['handle']}/cancel")
     assert y_done["status"] == "done" and y_done["result"]["stdout"] == "y\n"
@@ -190,7 +190,7 @@ def test_one_client_cannot_starve_another(app):
     queued = json.loads(y.get(f"/api/jobs/{small['handle']}/events").get_data(as_text=True)
                         .split("data: ", 1)[1].split("\n", 1)[0])
     assert queued == {"type": "status", "status": "queued", "position": 1}
-    assert wait_for_job(x, first["handle"])["status"] == "done"
+    assert wait_for_handle(x, first["handle"])["status"] == "done"
 
 
 def test_the_fair_queue_takes_runs_by_round_then_queued_order():
@@ -223,7 +223,7 @@ def test_third_concurrent_job_of_a_client_is_refused(app):
         for job in jobs:
             x.post(f"/api/jobs/{job['handle']}/cancel")
     assert x.get(f"/api/jobs/{jobs[0]['handle']}").get_json()["result"]["error"]["type"] == "Cancelled"
-    wait_for_job(other, shared["handle"])
+    wait_for_handle(other, shared["handle"])
 
 
 def test_timeout_cap(extra_app, tmp_path):
@@ -233,7 +233,7 @@ def test_timeout_cap(extra_app, tmp_path):
     assert "at most 120 s" in error and "--max-timeout" in error
     app = extra_app(MAX_TIMEOUT=300)
     job = submit(app.test_client(), quick("2"), timeout=300)
-    assert wait_for_job(app.test_client(), job["handle"])["status"] == "done"
+    assert wait_for_handle(app.test_client(), job["handle"])["status"] == "done"
     low = create_app({"TESTING": True, "DATA_DIR": app.config["DATA_DIR"], "MAX_TIMEOUT": 30},
                      workers=[])
     with low.test_request_context():

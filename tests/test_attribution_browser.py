@@ -32,7 +32,7 @@ def test_the_attribution_shows_what_each_kernel_replaced_with_links(page, live_s
     _, quiet = attributed
     attribution = quiet["timings"][0]["attribution"]
     key = "a7" * (KEY_CHARS // 2)
-    app.extensions["torchbolt.jobs"].store.put(key, SCRIPT, {"device": "cpu"}, quiet)
+    app.extensions["torchbolt.runs"].store.put(key, SCRIPT, {"device": "cpu"}, quiet)
     open_page(page, f"{live_server}/r/{key}")
     page.select_option(f"{pane(page, 1)} .pane-stage", "timings")
     section = f"{pane(page, 1)} .attribution"
@@ -64,7 +64,7 @@ def test_a_cuda_graph_replay_shows_as_one_row_with_its_kernels(page, live_server
     key = "c9" * (KEY_CHARS // 2)
     with open(os.path.join(CASES, "cudagraph_replay.py"), encoding="utf-8") as fh:
         source = fh.read()
-    app.extensions["torchbolt.jobs"].store.put(key, source, {"device": "cuda"}, result)
+    app.extensions["torchbolt.runs"].store.put(key, source, {"device": "cuda"}, result)
     open_page(page, f"{live_server}/r/{key}")
     page.select_option(f"{pane(page, 1)} .pane-stage", "timings")
     row = f'{pane(page, 1)} .attribution tr[data-kernel="{replay["kernel"]}"]'

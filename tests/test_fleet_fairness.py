@@ -61,7 +61,7 @@ def web_servers(fleet_host, tmp_path_factory):
 
     yield make
     for app, server in made:
-        app.extensions["torchbolt.jobs"].close()
+        app.extensions["torchbolt.runs"].close()
         server.close()
 
 

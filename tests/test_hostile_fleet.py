@@ -52,7 +52,7 @@ def fleet_web(redis_server, tmp_path_factory):
     try:
         yield server.effective_port, conn, app
     finally:
-        app.extensions["torchbolt.jobs"].close()
+        app.extensions["torchbolt.runs"].close()
         server.close()
         conn.delete(protocol.slot_key("hostile-fake"))
 
@@ -146,7 +146,7 @@ def test_the_fleet_queue_holds_at_most_max_queued_runs(fleet_web):
         queued = waiting(conn)
     finally:
         cancel_all(port, jobs)
-    max_queued = app.extensions["torchbolt.jobs"].max_queued
+    max_queued = app.extensions["torchbolt.runs"].max_queued
     print(f"fleet, 80 networks x 1 job: {statuses.count(202)} accepted ({queued} waiting, "
           f"max_queued {max_queued}), refused {sorted(set(statuses) - {202})}")
     assert queued <= max_queued and set(statuses) == {202, 503}, (queued, set(statuses))
@@ -215,7 +215,7 @@ def test_a_job_whose_result_the_full_store_refused_still_answers(fleet_web, monk
     answers it (from the web server that followed the run), and the result says why it was
     not stored."""
     port, conn, app = fleet_web
-    broker = app.extensions["torchbolt.jobs"].broker
+    broker = app.extensions["torchbolt.runs"].broker
     monkeypatch.setenv("TORCHBOLT_LIMIT_FLEET_STORE_BYTES", str(4 * MB))
     for i in range(4):
         with contextlib.suppress(BrokerDown):

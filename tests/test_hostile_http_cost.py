@@ -376,7 +376,7 @@ def test_many_addresses_of_one_network_leave_room_for_a_new_client(app, server):
                     jobs.append((f"127.0.0.{100 + i}", data["handle"]))
         # every pool's queue (one per Python, app/manager.py): these submits name no
         # environment, so all wait in the first; a count over all pools misses none
-        queued = sum(pool.queue.qsize() for pool in app.extensions["torchbolt.jobs"]._pools)
+        queued = sum(pool.queue.qsize() for pool in app.extensions["torchbolt.runs"]._pools)
         body = json.dumps({"source": "print('a new client')\n", "options": {"measure": False}})
         new = request(server, "POST", "/api/compile", "127.0.1.50", body,
                       {"Content-Type": "application/json"})

@@ -159,7 +159,7 @@ def fleet(fleet_host, tmp_path_factory):
     try:
         yield server.effective_port, conn
     finally:
-        app.extensions["torchbolt.jobs"].close()
+        app.extensions["torchbolt.runs"].close()
         server.close()
 
 

@@ -11,7 +11,7 @@ from app.runs import Run
 from compiler_core import Options
 from compiler_core.supervisor.process import JobProcess
 
-from test_app_fixtures import wait_for_job
+from test_app_fixtures import wait_for_handle
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -43,7 +43,7 @@ def test_the_job_process_receives_the_options_the_api_made(client, monkeypatch):
     response = client.post("/api/compile", json={"source": source, "options": {
         "device": "cpu", "measure": False, "views": False, "timeout": 60}})
     assert response.status_code == 202, response.get_json()
-    data = wait_for_job(client, response.get_json()["handle"])
+    data = wait_for_handle(client, response.get_json()["handle"])
     assert "42" in data["result"]["stdout"], data  # it ran (NoCompile: it compiles nothing)
     assert len(made) == 1, "the server parsed the options more than once"
     assert len(sent) == 1 and sent[0] is made[0].to_dict()

@@ -35,7 +35,7 @@ def no_runs_left(app, timeout=180):
     """Wait until this machine's client (127.0.0.1: every browser test's page) has no submit
     queued or running: the first visits of earlier tests' pages leave lesson runs that count
     toward the client's limit of 2, so the walk's first submit could be a 429."""
-    manager = app.extensions["torchbolt.jobs"]
+    manager = app.extensions["torchbolt.runs"]
     deadline = time.monotonic() + timeout
     while manager.live_count("127.0.0.1") and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -158,7 +158,7 @@ def test_an_error_message_keeps_its_line_breaks_and_links(page, live_server):
 
 def test_a_first_visit_opens_on_the_first_lesson_with_its_result(page, app, live_server):
     lessons = list_lessons()
-    (handle,) = app.extensions["torchbolt.jobs"].warm([lessons[0][1].source])  # as the server does at start
+    (handle,) = app.extensions["torchbolt.runs"].warm([lessons[0][1].source])  # as the server does at start
     deadline = time.monotonic() + 180
     while not handle.is_finished and time.monotonic() < deadline:
         time.sleep(0.2)

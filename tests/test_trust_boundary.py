@@ -27,7 +27,7 @@ import pytest
 from app import create_app
 from compiler_core import Options
 from compiler_core.supervisor import sandbox
-from test_app_fixtures import wait_for_job
+from test_app_fixtures import wait_for_handle
 from test_cli import ROOT, run_cli
 
 pytest_plugins = ["test_app_fixtures"]
@@ -179,7 +179,7 @@ def limited_app(worker, tmp_path_factory):
     """An app with the default per-client limits (the session app raises its submit budget)."""
     app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path_factory.mktemp("trust")),
                       "WARM_FIRST_LESSON": False}, workers=[worker])
-    app.extensions["torchbolt.jobs"].wait_ready()
+    app.extensions["torchbolt.runs"].wait_ready()
     return app
 
 
@@ -190,8 +190,8 @@ def stored_big(limited_app):
     source = "import torch\ntorch.compile(lambda x: x * 3)(torch.ones(2))\n"
     job = client.post("/api/compile", json={"source": source, "options": {"measure": False}},
                       environ_base={"REMOTE_ADDR": "10.9.9.9"}).get_json()
-    done = wait_for_job(client, job["handle"])
-    manager = limited_app.extensions["torchbolt.jobs"]
+    done = wait_for_handle(client, job["handle"])
+    manager = limited_app.extensions["torchbolt.runs"]
     manager.store.put(done["key"], source, Options(measure=False).to_dict(),
                       big_result(done["result"]))  # replaces what the server had cached
     return source, done["key"]
@@ -208,7 +208,7 @@ def test_cached_answers_count_toward_their_clients_budget(limited_app, stored_bi
     of the result."""
     source, key = stored_big
     client = limited_app.test_client()
-    manager = limited_app.extensions["torchbolt.jobs"]
+    manager = limited_app.extensions["torchbolt.runs"]
     answers = [client.post("/api/compile", json={"source": source, "options": {"measure": False}},
                            environ_base={"REMOTE_ADDR": "10.0.0.3"}) for _ in range(15)]
     codes = [a.status_code for a in answers]

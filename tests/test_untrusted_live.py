@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from test_app_fixtures import wait_for_job
+from test_app_fixtures import wait_for_handle
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -97,7 +97,7 @@ def run_hostile(client, live_server, body: str) -> tuple[dict, StatusProbe]:
             if data["status"] in ("done", "failed"):
                 break
             time.sleep(0.05)
-        done = wait_for_job(client, job_id)
+        done = wait_for_handle(client, job_id)
     return done, probe
 
 

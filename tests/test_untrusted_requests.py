@@ -85,7 +85,7 @@ def dense_result(n: int = 1150, inputs: int = 3) -> dict:
 
 def stored(app, result, source: str = "# forged\n") -> str:
     key = uuid.uuid4().hex[:20]
-    app.extensions["torchbolt.jobs"].store.put(key, source, {}, result)
+    app.extensions["torchbolt.runs"].store.put(key, source, {}, result)
     return key
 
 

@@ -26,14 +26,15 @@ const resultUrl = (key) => `/api/results/${encodeURIComponent(key)}`;
 export const api = {
   compile: (source, options, environment) => request("POST", "/api/compile",
     { source, options, environment }),
-  // The job with its result as an *index* (each stage without its text, app/transport.py);
-  // `since`, the version last seen: then only what is new (`unchanged: true`, no result).
-  job: (id, since) => request("GET", `${jobUrl(id)}?` +
+  // A submit's handle: its run's status with its result as an *index* (each stage without its
+  // text, app/transport.py); `since`, the version last seen: then only what is new
+  // (`unchanged: true`, no result).
+  handle: (id, since) => request("GET", `${jobUrl(id)}?` +
     new URLSearchParams(since ? { view: "index", since } : { view: "index" })),
-  // One stage's full part, {artifact}, of a job's result or of a
-  // stored one: `where` is {job} or {key}. Only an indexed result needs it: a whole result
+  // One stage's full part, {artifact}, of a handle's result or of a
+  // stored one: `where` is {handle} or {key}. Only an indexed result needs it: a whole result
   // (a share link's, or one embedded in a page) has every text already.
-  stage: (where, compileId, stage) => request("GET", `${where.job ? jobUrl(where.job) : resultUrl(where.key)}` +
+  stage: (where, compileId, stage) => request("GET", `${where.handle ? jobUrl(where.handle) : resultUrl(where.key)}` +
     `/stage?${new URLSearchParams({ compile: compileId, stage })}`),
   // A stored result, whole, with its code and options: {key, source, options, result}.
   result: (key) => request("GET", resultUrl(key)),
@@ -87,7 +88,7 @@ export function followJob(id, handlers, pollMs = 1000) {
     timer = null;
     let job = null;
     try {
-      job = await api.job(id, since);
+      job = await api.handle(id, since);
       since = job.version;
     } catch (error) {
       if (error.status === 404 || error.status === 401) {

@@ -68,7 +68,7 @@ export function installShortcuts(actions) {
     else actions.previousLesson();
   }, true);
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && document.body.dataset.job === "running") {
+    if (e.key === "Escape" && document.body.dataset.run === "running") {
       actions.cancel(); // even when the editor used Escape too (it collapses its selection)
     } else if (e.defaultPrevented) {
       return; // the editor handled it (its own Ctrl+Enter)

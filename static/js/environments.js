@@ -45,9 +45,9 @@ export async function mountEnvironmentPicker(before, { onCompare }) {
 
 // The key of the stored result of `source` run in `environment`, once its job has ended.
 export async function runIn(environment, source, options, pollMs = 1000) {
-  const job = await api.compile(source, options, environment.id);
+  const { handle } = await api.compile(source, options, environment.id);
   for (;;) {
-    const data = await api.job(job.handle);
+    const data = await api.handle(handle);
     if (data.status === "done" || data.status === "failed") {
       if (!data.key) throw new Error(`the run in ${environmentLabel(environment)} kept no result`);
       return data.key;

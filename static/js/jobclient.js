@@ -79,7 +79,7 @@ export class JobClient {
 
   async refresh(jobId, final) {
     const { current } = this;
-    const data = await api.job(jobId, final ? null : current?.version);
+    const data = await api.handle(jobId, final ? null : current?.version);
     if (this.current !== current || current.id !== jobId || (current.finished && !final)) return; // a late answer
     current.version = data.version;
     if (final) {

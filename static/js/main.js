@@ -85,7 +85,7 @@ const jobs = new JobClient({
   run, timing, show: showJob,
   refused: (error) => {
     run.finish({ status: "failed", error: { type: "Request", message: error.message } });
-    document.body.dataset.job = "finished";
+    document.body.dataset.run = "finished";
     toast(error.message, 5000);
   },
   following: () => { $("#cancel").hidden = false; },
@@ -154,7 +154,7 @@ function showResult(result, key) {
   }
   run.setResult(result);
   markOverrides($("#options"), result);
-  panes.setResult(result, key, jobs.current?.id ? { job: jobs.current.id } : key ? { key } : null);
+  panes.setResult(result, key, jobs.current?.id ? { handle: jobs.current.id } : key ? { key } : null);
   setMarks(editor, result ? [...marksFor(result), ...recompileMarks(result)] : []);
   showSummary($("#summary"), result, showUserLine);
   recolorEditor();
@@ -181,7 +181,7 @@ function forgetResult() {
   showResult(null, null);
   $("#cancel").hidden = true;
   $("#share").disabled = $("#download").disabled = true;
-  document.body.dataset.job = "idle";
+  document.body.dataset.run = "idle";
   if (location.pathname !== "/") history.replaceState(null, "", pageUrl("/"));
   return cancelled; // it frees this client's slot for the next job
 }
@@ -207,7 +207,7 @@ function showJob(data, final) {
     run.finish({ status: data.status, cached: data.cached, error: data.result?.error }, timing.full / 1000);
     $("#cancel").hidden = true;
     $("#share").disabled = $("#download").disabled = !data.key;
-    document.body.dataset.job = "finished";
+    document.body.dataset.run = "finished";
     showScene();
   }
 }
@@ -225,7 +225,7 @@ async function compile() {
   for (const key of Object.keys(timing)) delete timing[key];
   timing.submit = performance.now();
   run.start();
-  document.body.dataset.job = "running";
+  document.body.dataset.run = "running";
   await jobs.submit(source, settings.options, cancelled);
 }
 
@@ -355,7 +355,7 @@ async function showLastResult(key) {
   showResult(stored.result, key);
   run.finish({ status: stored.result.error ? "failed" : "done", cached: true, error: stored.result.error }, null);
   $("#share").disabled = $("#download").disabled = false;
-  document.body.dataset.job = "finished";
+  document.body.dataset.run = "finished";
   showScene();
 }
 

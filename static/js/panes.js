@@ -52,7 +52,7 @@ export class Panes {
     this.build();
   }
 
-  // `where` ({job} or {key}) serves the texts of an indexed result (stagetexts.js).
+  // `where` ({handle} or {key}) serves the texts of an indexed result (stagetexts.js).
   setResult(result, key, where = null) {
     this.result = result;
     this.key = key;

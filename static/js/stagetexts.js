@@ -11,7 +11,7 @@ import { api } from "./api.js";
 export class StageTexts {
   constructor(onLoaded) {
     this.onLoaded = onLoaded; // a part arrived: render again
-    this.where = null; // {job} or {key}: whose parts these are
+    this.where = null; // {handle} or {key}: whose parts these are
     this.parts = new Map(); // key -> part, or null while it loads
   }
 

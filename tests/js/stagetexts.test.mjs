@@ -22,7 +22,7 @@ function job() {
     return { artifact: { stage, text: "x".repeat(120), src_lines: [] } };
   };
   const texts = new StageTexts(() => {});
-  texts.setSource({ job: "j1" });
+  texts.setSource({ handle: "j1" });
   const show = async (result) => {
     texts.complete(result.compiles[0], "kernels", result);
     await new Promise((resolve) => setImmediate(resolve));
