@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from test_browser import open_page, page, pane, run_script, shot  # noqa: F401 (page: a fixture)
+from test_browser import BREAK, open_page, page, pane, run_script, shot  # noqa: F401 (page: a fixture)
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -45,6 +45,30 @@ def test_a_live_run_names_the_method_by_its_class_and_lists_the_kernels_stage(pa
     row.locator(".chip.stage", has_text="Kernels").click()
     page.wait_for_selector(f"{pane(page, 0)}[data-stage=kernels] .kernel-list")
     shot(page, "live_run_method_and_kernels_chip")
+
+
+def with_a_newer_stage(route):
+    """The job's real event stream (whole: fetched once the job ended) with one stage event the
+    page's catalogue does not list, as a newer engine's stage would come, after its first one."""
+    events = route.fetch().text().split("\n\n")
+    first = next(i for i, block in enumerate(events) if "event: stage" in block)
+    newer = {"type": "stage", "compile_id": "0/0", "stage": "newer_ir", "t": 0.5}
+    events.insert(first + 1, f"event: stage\ndata: {json.dumps(newer)}")
+    route.fulfill(status=200, headers={"Content-Type": "text/event-stream"}, body="\n\n".join(events))
+
+
+def test_live_markers_are_told_from_stages_by_their_marker_field(page, live_server):
+    page.route("**/api/jobs/*/events", with_a_newer_stage)
+    open_page(page, live_server + "/")
+    if page.is_checked("#options [name=measure]"):
+        page.click("#options [name=measure]")
+    run_script(page, BREAK + "# the live-marker test's own run\n")
+    assert "Done in" in page.text_content(".run-status")  # ran live: its events came
+    markers = page.locator(".compile-row .chip.marker").all_inner_texts()
+    assert markers and all(chip.startswith("⚠ graph break") for chip in markers), markers
+    newer = page.locator(".compile-row[data-compile='0/0'] .chip.stage", has_text="newer_ir")
+    assert newer.get_attribute("class").split() == ["chip", "stage"]  # a stage, if unknown here
+    assert page.locator("body[data-run=finished]").count() == 1
 
 
 def test_an_unavailable_environment_is_listed_with_why_and_cannot_be_chosen(page, live_server):

@@ -16,9 +16,12 @@ export const TABS = [["compiles", "Compiles"], ["calls", "Calls"], ["breaks", "G
 const RUN = "—"; // the row of the whole run's stages (timings): events without a compile id
 // "[reset N] " of a compile id PyTorch repeated after a reset (compiler_core/compile_ids.py), else "".
 const numberingOf = (id) => /^\[reset \d+\] /.exec(id ?? "")?.[0] ?? "";
-// The job's progress markers beside its stages (features/breaks.py and recompiles.py PROGRESS).
+// The job's progress markers beside its stages (features/breaks.py and recompiles.py PROGRESS):
+// a `stage` event naming a `marker` announces one (its `stage`, the same name, is kept for older
+// clients); every other names a stage, one the catalogue lists or not.
 const MARKERS = { graph_break: "⚠ graph break", recompile: "↻ recompile" };
-const chipLabel = (stage, compile) => MARKERS[stage] ?? stageLabel(stage, compile);
+const chipLabel = (event, compile) => event.marker ? MARKERS[event.marker] ?? event.marker
+  : stageLabel(event.stage, compile);
 
 export class RunPanel {
   constructor(root, store, { errorKinds, onLine, onCompile, onStage, onCompare, onStop }) {
@@ -68,7 +71,7 @@ export class RunPanel {
     this.runs = (this.runs ?? 0) + 1;
     this.scrollToTop(this.store.state.runTab);
     clearInterval(this.timer); // a run's clock stops with it
-    this.stages = new Map(); // compile id -> [{stage, t}]
+    this.stages = new Map(); // compile id -> [{stage, marker, t}]
     this.phases = []; // the engine's phase events: its long steps (the script, timings, views)
     this.then = []; // the long steps still to come, as the latest phase names them
     this.latest = null; // the latest stage event
@@ -110,7 +113,7 @@ export class RunPanel {
     this.latest = event;
     const id = event.compile_id ?? RUN;
     if (!this.stages.has(id)) this.stages.set(id, []);
-    this.stages.get(id).push({ stage: event.stage, t: event.t });
+    this.stages.get(id).push({ stage: event.stage, marker: event.marker, t: event.t });
     this.renderCompiles();
   }
 
@@ -183,7 +186,7 @@ export class RunPanel {
     const latest = this.latest?.compile_id && this.latest.t >= (phase?.t ?? 0) ? this.latest : null;
     const compiles = [...this.stages.keys()].filter((id) => id !== RUN).length;
     const counted = this.phases.length < 2 ? ` (${compiles} compile${compiles === 1 ? "" : "s"} so far)` : "";
-    return [phase?.step ?? "starting", latest ? `compile ${latest.compile_id}: ${chipLabel(latest.stage)}${counted}` : null,
+    return [phase?.step ?? "starting", latest ? `compile ${latest.compile_id}: ${chipLabel(latest)}${counted}` : null,
     this.then.length ? `then ${this.then.join(", then ")}` : null].filter(Boolean).join(" · ");
   }
 
@@ -229,15 +232,15 @@ export class RunPanel {
     const events = this.stages.get(id) ?? [];
     const labels = Object.fromEntries(stageList(compile));
     const compileId = id === RUN ? null : id;
-    const announced = events.map((e) => {
-      const known = labels[e.stage]; // else a progress marker: graph_break, recompile
-      return h("button", { class: `chip stage ${known ? "" : "marker"}`, title: known ? `Show ${known} in the first pane` : e.stage,
-                           onclick: known ? () => this.onStage(compileId, e.stage) : null },
-        chipLabel(e.stage, compile), h("small", {}, ` ${Number(e.t).toFixed(2)}s`));
-    });
+    const announced = events.map((e) => h("button", {
+      class: e.marker ? "chip stage marker" : "chip stage",
+      title: e.marker ?? `Show ${chipLabel(e, compile)} in the first pane`,
+      onclick: e.marker ? null : () => this.onStage(compileId, e.stage),
+    }, chipLabel(e, compile), h("small", {}, ` ${Number(e.t).toFixed(2)}s`)));
     // Stages no event announced (all of a stored result's; the Kernels stage, built with the
     // result), once the result has them: no time.
-    const built = stageList(compile).filter(([stage]) => compile?.stages?.[stage] && !events.some((e) => e.stage === stage))
+    const built = stageList(compile).filter(([stage]) => compile?.stages?.[stage]
+      && !events.some((e) => !e.marker && e.stage === stage))
       .map(([stage, label]) => h("button", { class: "chip stage", title: `Show ${label} in the first pane`,
                                              onclick: () => this.onStage(id, stage) }, label));
     return h("div", { class: "compile-row", dataset: { compile: id } },
