@@ -82,9 +82,11 @@ class _Graph:
 
     def add(self, name: str, op: str, target: str, type_text: str | None, line, inputs) -> None:
         shape, dtype = parse_type(type_text)
+        # Ten keys: an eleventh (`module`, None) would double the dict's table (272 -> 464
+        # bytes); a row without it has no module, as readers take it (`stage_nodes` adds it)
         self.nodes[name] = {"name": name, "op": op, "target": target, "shape": shape,
-                            "dtype": dtype, "line": line, "module": None, "inputs": inputs,
-                            "id": name, "graph": self.label, "modules": []}
+                            "dtype": dtype, "line": line, "inputs": inputs, "id": name,
+                            "graph": self.label, "modules": []}
 
     def rename(self, old: str, new: str) -> None:
         """Dynamo prints each placeholder's FX name as an alias, `l_x_ = L_x_`: one node."""

@@ -24,6 +24,7 @@ import io
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 from typing import BinaryIO, NamedTuple, TextIO
@@ -52,8 +53,8 @@ BOOT_MARK = "torchbolt report boot data"  # where the template's boot data goes,
 HTML_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027"))
 STREAMED_LEVELS = 7  # boot > share > result > compiles > a compile > stages > a stage: one
 # stage's JSON at most (a compile's whole, 5 levels, held 11 MiB more at a 20.9 MB log's peak)
-PAGE_BLOCK = 1 << 16  # characters of the page before the boot data written at a time: the page
-# (2.2 MB: inlined modules and fonts) split in two held it twice at the 20.9 MB log's peak
+PAGE_BLOCK = 1 << 16  # characters of the page written at a time: the page (2.2 MB of inlined
+# modules, styles and fonts, nearly all after the boot data) is not held while the boot data is
 MIME = {".js": "text/javascript", ".woff2": "font/woff2", ".svg": "image/svg+xml"}
 
 
@@ -236,12 +237,19 @@ def write_report(out: TextIO, source: str, options: dict, result: dict) -> None:
         boot=BOOT_MARK, css=inline_css(), importmap=import_map(), favicon=data_url("favicon.svg"),
         entry=f"{MODULE_PREFIX}js/main.js")
     mark = page.index(json.dumps(BOOT_MARK))
-    for start in range(0, mark, PAGE_BLOCK):
-        out.write(page[start:min(start + PAGE_BLOCK, mark)])
-    tail = page[mark + len(json.dumps(BOOT_MARK)):]
-    del page  # the boot data is written without the page held
-    _write_json(out, boot, STREAMED_LEVELS)
-    out.write(tail)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as rest:  # the page after the boot data
+        _write_part(out, page, 0, mark)
+        _write_part(rest, page, mark + len(json.dumps(BOOT_MARK)), len(page))
+        del page  # the boot data is written without the page held
+        _write_json(out, boot, STREAMED_LEVELS)
+        rest.seek(0)
+        shutil.copyfileobj(rest, out, PAGE_BLOCK)
+
+
+def _write_part(out: TextIO, text: str, start: int, end: int) -> None:
+    """`text[start:end]`, written a block at a time (never copied whole)."""
+    for at in range(start, end, PAGE_BLOCK):
+        out.write(text[at:min(at + PAGE_BLOCK, end)])
 
 
 def _write_json(out: TextIO, value, levels: int) -> None:
