@@ -64,6 +64,13 @@ class Pool:
         return {"id": self.id, **environment_identity(self.environment),
                 "workers": len(self.workers)}
 
+    def unavailable(self) -> dict:
+        """Its entry when its probe failed: named as a listed one is, as far as the probe told
+        (null where it told nothing), and by the interpreter its workers run (the server's own
+        or `--environment PYTHON`), with why."""
+        return {**self.listing(), "python": getattr(self.workers[0], "python", None),
+                "error": self.probe_error}
+
     def probe(self, worker: Worker) -> None:
         """Learn the environment from a first job on `worker`; when that job reports none (it
         failed: its job process died, an import broke), say why in the log and the status."""
@@ -202,10 +209,9 @@ class RunManager:
         return [pool.listing() for pool in self._pools if pool.id is not None]
 
     def status(self) -> dict:
-        """The server's environment, those it offers and, for each whose probe failed, why."""
+        """The server's environment, those it offers and those whose probe failed, with why."""
         return {"environment": self.environment, "environments": self.environments(),
-                "unavailable": [{"error": pool.probe_error} for pool in self._pools
-                                if pool.probe_error]}
+                "unavailable": [pool.unavailable() for pool in self._pools if pool.probe_error]}
 
     def warm(self, sources) -> list[Handle]:
         """Run these sources with the default options (a page's first submit) unless their

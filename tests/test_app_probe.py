@@ -29,5 +29,10 @@ def test_a_probe_whose_job_process_dies_is_reported(worker, tmp_path, monkeypatc
     assert status["environments"] == []
     [failure] = status["unavailable"]
     assert "before the script started" in failure["error"], failure
+    # Named as an available environment is, as far as its probe told (nothing here), and by the
+    # interpreter its workers run (`--environment PYTHON`), so a client can say which one is down.
+    named = {"id": None, "torch": None, "triton": None, "device": None, "device_name": None,
+             "workers": 1, "python": worker.python}
+    assert {name: failure.get(name, "absent") for name in named} == named, failure
     assert any("probe" in message and "before the script started" in message
                for message in caplog.messages), caplog.messages

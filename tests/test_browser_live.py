@@ -73,10 +73,12 @@ def test_live_markers_are_told_from_stages_by_their_marker_field(page, live_serv
 
 def test_an_unavailable_environment_is_listed_with_why_and_cannot_be_chosen(page, live_server):
     why = "JobFailed: the job process died before the script started (exit 1)"
+    python = "/opt/envs/torch-2.13/bin/python"
 
     def status_with_a_failed_probe(route):
         status = route.fetch().json()
-        status["unavailable"] = [{"error": why}]
+        status["unavailable"] = [{"id": None, "torch": None, "triton": None, "device": None,
+                                  "device_name": None, "workers": 1, "python": python, "error": why}]
         route.fulfill(json=status)
 
     page.route("**/api/status", status_with_a_failed_probe)
@@ -86,8 +88,8 @@ def test_an_unavailable_environment_is_listed_with_why_and_cannot_be_chosen(page
     options = page.locator("#environment option")
     assert options.count() == len(environments["environments"]) + 1
     failed = page.locator("#environment option[disabled]")
-    assert failed.inner_text() == f"⚠ unavailable: {why}"
-    assert why in failed.get_attribute("title")
+    assert failed.inner_text() == f"⚠ torch-2.13 unavailable: {why}"  # its venv's folder
+    assert python in failed.get_attribute("title") and why in failed.get_attribute("title")
     assert picker.evaluate("(select) => select.options[select.selectedIndex]?.disabled") in (False, None)
     assert page.locator("#compare-environments").count() == (len(environments["environments"]) > 1)
     shot(page, "environment_unavailable")

@@ -20,11 +20,15 @@ export function otherEnvironment() {
   return environments[(index + 1) % environments.length];
 }
 
-// An unavailable environment's entry: the probe's error, cut to fit the menu (whole on hover).
-function unavailableOption({ error }) {
+// An unavailable environment's entry (its probe told nothing of its torch or device): the Python
+// its workers run, by its venv's folder (…/NAME/bin/python; the whole path on hover), and the
+// probe's error, cut to fit the menu.
+function unavailableOption({ python, error }) {
+  const name = /([^/]+)\/bin\/[^/]+$/.exec(python ?? "")?.[1] ?? python ?? "an environment";
   const why = error.length > 70 ? `${error.slice(0, 69)}…` : error;
-  return h("option", { value: "", disabled: true, title: `Unavailable: its start-up probe failed: ${error}` },
-    `⚠ unavailable: ${why}`);
+  return h("option", { value: "", disabled: true,
+                       title: `${python}: unavailable, its start-up probe failed: ${error}` },
+    `⚠ ${name} unavailable: ${why}`);
 }
 
 // `onCompare()`: "⇆ Both" was pressed (offered with two environments or more).
