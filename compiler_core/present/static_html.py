@@ -53,8 +53,7 @@ BOOT_MARK = "torchbolt report boot data"  # where the template's boot data goes,
 HTML_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027"))
 STREAMED_LEVELS = 7  # boot > share > result > compiles > a compile > stages > a stage: one
 # stage's JSON at most (a compile's whole, 5 levels, held 11 MiB more at a 20.9 MB log's peak)
-PAGE_BLOCK = 1 << 16  # characters of the page written at a time: the page (2.2 MB of inlined
-# modules, styles and fonts, nearly all after the boot data) is not held while the boot data is
+PAGE_BLOCK = 1 << 16  # characters of the page after the boot data copied at a time
 MIME = {".js": "text/javascript", ".woff2": "font/woff2", ".svg": "image/svg+xml"}
 
 
@@ -233,23 +232,24 @@ def write_report(out: TextIO, source: str, options: dict, result: dict) -> None:
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(os.path.join(PAGE_ASSETS, "templates")), autoescape=True)
     environment.globals["url_for"] = lambda endpoint, **values: "#"  # links to the server
-    page = environment.get_template("report.html").render(
+    page = environment.get_template("report.html").generate(
         boot=BOOT_MARK, css=inline_css(), importmap=import_map(), favicon=data_url("favicon.svg"),
         entry=f"{MODULE_PREFIX}js/main.js")
-    mark = page.index(json.dumps(BOOT_MARK))
+    mark = json.dumps(BOOT_MARK)  # as `tojson` writes it, in one of the page's pieces
     with tempfile.TemporaryFile("w+", encoding="utf-8") as rest:  # the page after the boot data
-        _write_part(out, page, 0, mark)
-        _write_part(rest, page, mark + len(json.dumps(BOOT_MARK)), len(page))
-        del page  # the boot data is written without the page held
+        target = out
+        for piece in page:
+            if target is out and mark in piece:
+                before, after = piece.split(mark, 1)
+                out.write(before)
+                target = rest
+                piece = after
+            target.write(piece)
+        if target is out:
+            raise ValueError("templates/report.html has no place for the boot data")
         _write_json(out, boot, STREAMED_LEVELS)
         rest.seek(0)
         shutil.copyfileobj(rest, out, PAGE_BLOCK)
-
-
-def _write_part(out: TextIO, text: str, start: int, end: int) -> None:
-    """`text[start:end]`, written a block at a time (never copied whole)."""
-    for at in range(start, end, PAGE_BLOCK):
-        out.write(text[at:min(at + PAGE_BLOCK, end)])
 
 
 def _write_json(out: TextIO, value, levels: int) -> None:
