@@ -18,6 +18,7 @@ the same graphs again); `fx_nodes` keeps its rows with the parse.
 from __future__ import annotations
 
 import re
+import sys
 from collections import OrderedDict
 
 BANNER = re.compile(r"^# ===== (?P<label>.+) =====$")
@@ -67,8 +68,10 @@ def _op_and_target(expr: str) -> tuple[str, str]:
 
 
 def _names(expr: str, known: dict) -> list[str]:
-    return list(dict.fromkeys(m["name"] for m in NAME.finditer(STRING.sub("", expr))
-                              if m["name"] in known))
+    """The known nodes `expr` names, in order, each as its node's own name string (one string
+    however many nodes take it as an input)."""
+    return [known[name]["name"] for name in dict.fromkeys(
+        m["name"] for m in NAME.finditer(STRING.sub("", expr))) if name in known]
 
 
 class _Graph:
@@ -79,14 +82,20 @@ class _Graph:
         self.label = label
         self.nodes: dict[str, dict] = {}
         self.declared: dict[str, str] = {}  # types of names declared before they are bound
+        # Shared by the nodes (read, never changed, as the rows are): one shape list per type
+        # text, one empty module stack (a text prints none)
+        self.types: dict[str | None, tuple] = {}
+        self.no_modules: list = []
 
     def add(self, name: str, op: str, target: str, type_text: str | None, line, inputs) -> None:
-        shape, dtype = parse_type(type_text)
+        if type_text not in self.types:
+            self.types[type_text] = parse_type(type_text)
+        shape, dtype = self.types[type_text]
         # Ten keys: an eleventh (`module`, None) would double the dict's table (272 -> 464
         # bytes); a row without it has no module, as readers take it (`stage_nodes` adds it)
-        self.nodes[name] = {"name": name, "op": op, "target": target, "shape": shape,
-                            "dtype": dtype, "line": line, "inputs": inputs, "id": name,
-                            "graph": self.label, "modules": []}
+        self.nodes[name] = {"name": name, "op": op, "target": sys.intern(target),
+                            "shape": shape, "dtype": dtype, "line": line, "inputs": inputs,
+                            "id": name, "graph": self.label, "modules": self.no_modules}
 
     def rename(self, old: str, new: str) -> None:
         """Dynamo prints each placeholder's FX name as an alias, `l_x_ = L_x_`: one node."""
@@ -179,7 +188,9 @@ def _parse_graphs(text: str, src_lines: list) -> list[_Graph]:
     for graph in named if len(named) > 1 else []:  # ids and inputs name their graph
         for node in graph.nodes.values():
             node["id"] = f"{graph.label}:{node['name']}"
-            node["inputs"] = [f"{graph.label}:{name}" for name in node["inputs"]]
+        for node in graph.nodes.values():  # an input's id string is its node's
+            node["inputs"] = [graph.nodes[name]["id"] if name in graph.nodes
+                              else f"{graph.label}:{name}" for name in node["inputs"]]
     return graphs
 
 
