@@ -33,8 +33,7 @@ def test_fused_pointwise_chain_is_one_kernel_near_peak_bandwidth(results):
     assert list(timing["e2e"]) == ["warm", "cold", "throughput", "cudagraphs"]
     assert timing["e2e"]["warm"]["calls_per_sample"] == 1  # each call timed on its own
     assert timing["e2e"]["warm"]["speedup"]["median"] > 1.5
-    warm = timing["e2e"]["warm"]  # the GPU paces it: the base budget
-    assert warm["host_bound"] is False, (warm["host_share"], timing["phases_s"])
+    assert timing["e2e"]["warm"]["host_bound"] is False  # the GPU paces it
     kernels = timing["kernels"]
     (fused,) = [r for r in kernels["compiled"] if r["kind"] == "triton"]
     assert kernels["totals"]["compiled"]["launches_per_call"] == 1
@@ -121,7 +120,47 @@ def test_resnet18_passes_the_accuracy_check_pytorch_uses(results):
     warm = timing["e2e"]["warm"]
     assert warm["speedup"]["median"] > 0
     # batch 8 at 224x224 is launch-bound: the host paces it, so it is sampled over seconds
-    assert warm["host_bound"] is True and warm["speedup"]["pairs"] > 20
+    assert warm["host_bound"] is True and warm["long_span"] and warm["speedup"]["pairs"] > 20
+
+
+def busy_share(fn, calls: int = 20) -> float:
+    """The reference for host-bound: the share of `calls` back-to-back calls' span in which
+    the GPU ran kernels (PyTorch's profiler, in this process). Near 1 the GPU paces the calls;
+    well under 1 it waits for the host's launches."""
+    from torch.profiler import DeviceType, ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                   if e.device_type == DeviceType.CUDA)
+    busy, reached = 0, spans[0][0]
+    for start, end in spans:  # the union of the kernels' spans
+        busy += max(0, end - max(start, reached))
+        reached = max(reached, end)
+    return busy / (reached - spans[0][0])
+
+
+def test_host_bound_agrees_with_the_profilers_busy_share(results):
+    """The chip follows the host's share of a call: the pointwise chain's compiled launches took
+    20-51 % of its 0.26 ms on an H100 and the GPU paced it (busy 99 % of back-to-back calls);
+    ResNet-18's eager launches outlast its kernels (share 0.994, the GPU busy 24 %)."""
+    import torchvision
+    chain = torch.compile(lambda x, y: ((x * 1.5 + y).sin() * (x - y).sigmoid()).relu())
+    x, y = (torch.randn(2**26, device="cuda") for _ in range(2))
+    model = torchvision.models.resnet18(weights=None).cuda().eval()
+    images = torch.randn(8, 3, 224, 224, device="cuda")
+    with torch.no_grad():
+        reference = {"pointwise_chain": busy_share(lambda: chain(x, y)),
+                     "resnet18": busy_share(lambda: model(images))}
+    warm = {slug: results[slug]["timings"][0]["e2e"]["warm"] for slug in reference}
+    print({slug: (reference[slug], warm[slug]["host_share"]) for slug in reference})
+    assert reference["pointwise_chain"] > 0.9 and warm["pointwise_chain"]["host_bound"] is False
+    assert max(warm["pointwise_chain"]["host_share"].values()) < 0.9
+    assert reference["resnet18"] < 0.8 and warm["resnet18"]["host_bound"] is True
+    assert warm["resnet18"]["host_share"]["eager"] >= 0.9
 
 
 def held_elsewhere_within(lock_path, seconds: float) -> bool:

@@ -10,6 +10,7 @@ import { h, clear } from "./dom.js";
 import { loadPlotly } from "./plotly.js";
 import { renderAttribution } from "./attribution.js";
 import { graphsRun } from "./calls.js";
+import { hostBound, longSpanNote } from "./hostbound.js";
 import { failedStep } from "./stages.js";
 
 const RATES = [ // optional kernel columns (GPU): [row key, header, format]
@@ -64,7 +65,7 @@ function noiseReasons(entry, series) {
   const busy = entry.kernels?.totals?.compiled?.busy_share;
   const waited = series.contention?.wait_share;
   return [
-    series.host_bound ? "The host CPU paces these calls (it launches the work no faster than the device " +
+    hostBound(series) ? "The host CPU paces these calls (it launches the work no faster than the device " +
       "runs it), and its speed drifts." : null,
     entry.device === "cuda" && busy != null && busy < 0.5 ? `The GPU was busy for only ${(100 * busy).toFixed(0)} % ` +
       "of the compiled call: launch overhead decides its time, not the kernels." : null,
@@ -232,15 +233,13 @@ function endToEnd(entry) {
                    cudagraphs: "GPU, CUDA graphs (mode='reduce-overhead')" };
   const cell = (stats) => h("td", {}, duration(stats.median_ms),
     h("small", { class: "muted" }, " ", term("IQR", TERMS.iqr), ` ${duration(stats.q1_ms)}–${duration(stats.q3_ms)}`));
-  const paced = (s) => s.host_bound ? "\nThe host paces these calls (launches take half their " +
-    "time or more) and its speed drifts: sampled over a longer span." : "";
   const busy = (s) => s.contention?.busy ? `\nCan't tell: ${s.contention.busy}.` : "";
   const clock = (s) => s.gpu_clock?.sm_mhz != null ? `\nGPU clock ${s.gpu_clock.sm_mhz.toFixed(0)} of ` +
     `${s.gpu_clock.max_sm_mhz.toFixed(0)} MHz, ${s.gpu_clock.power_w.toFixed(0)} W of ${s.gpu_clock.power_limit_w.toFixed(0)} W ` +
     `(NVML, ${s.gpu_clock.samples} samples).` : "";
   const row = (name, s) => h("tr", { dataset: { series: name } },
-    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}${paced(s)}${busy(s)}${clock(s)}` },
-      labels[name], s.host_bound ? [" ", h("span", { class: "chip" }, term("host-bound", TERMS.hostBound))] : null,
+    h("th", { title: `${s.how ?? s.label ?? ""}\n${s.eager.samples} samples of ${s.calls_per_sample} call${s.calls_per_sample > 1 ? "s" : ""}${longSpanNote(s)}${busy(s)}${clock(s)}` },
+      labels[name], hostBound(s) ? [" ", h("span", { class: "chip" }, term("host-bound", TERMS.hostBound))] : null,
       s.gpu_clock?.note ? [" ", h("span", { class: "chip", title: s.gpu_clock.note }, "power-capped")] : null),
     cell(s.eager), cell(s.compiled ?? s.cudagraphs),
     s.speedup ? h("td", { class: "speedup", title: `${s.speedup.how ?? ""} (${s.speedup.pairs} pairs)` },

@@ -106,8 +106,8 @@ def _blocks(calls: dict, device: Device, replay: Replay) -> dict:
 
 def _gpu_series(calls: dict, device: Device, replay: Replay) -> dict:
     """warm: each call between its own CUDA events, queued one after another (do_bench's way),
-    L2 as the call before left it, over a longer span where the host paces the calls (see
-    `plan_per_call`); cold: the same with L2 flushed before each call (do_bench's own
+    L2 as the call before left it, over a longer span where the host's share of the calls is
+    large (see `plan_per_call`); cold: the same with L2 flushed before each call (do_bench's own
     treatment), in `COLD_TURNS` turns; throughput: blocks of back-to-back calls."""
     clock, restore = device.clock, (replay.restore if replay.mutates else None)
 
@@ -123,8 +123,8 @@ def _gpu_series(calls: dict, device: Device, replay: Replay) -> dict:
             series = interleaved_per_call(calls, clock, per_turn, turns_, before=before)
         return {**series, "gpu_clock": watch.figures}
     out = {"warm": {**clocked(turns, restore),
-                    "calls_per_sample": 1, "host_bound": planned["host_bound"],
-                    "host_share": planned["host_share"],
+                    "calls_per_sample": 1, **{key: planned[key] for key in (
+                        "host_bound", "long_span", "host_share")},
                     "how": "each call timed on its own (CUDA events), calls queued one after "
                     "another; L2 as the previous call left it"},
            "cold": {**clocked(COLD_TURNS, cold),
