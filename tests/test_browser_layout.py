@@ -1,5 +1,6 @@
-"""The page at a laptop's size (1024x768, two panes beside the editor), in headless Chromium:
-what a pane shows fits its width, and its tools keep to one row."""
+"""The page at a laptop's size (1024x768, two panes beside the editor) and on a projector
+(presenter mode, 1280x720), in headless Chromium: what a pane shows fits its width, its tools
+keep to one row, code breaks between words, and what the room reads is room-sized."""
 
 from __future__ import annotations
 
@@ -10,10 +11,31 @@ from test_browser import open_page, page, pane, shot  # noqa: F401 (page: a fixt
 pytest_plugins = ["test_app_fixtures"]
 
 
+def training_step(compiled):
+    """test_graph_sync's run of the training step (the same options): one compile a session."""
+    return compiled(get_example("training_step").source, device="cpu", measure=False, views=False)
+
+
+# The words of an element's text that the browser split across lines though each would fit on
+# one: [word, its width, the element's width] (a Range's boxes, one per line a word spans).
+SPLIT_WORDS = """(el) => {
+    const text = el.firstChild, range = document.createRange(), split = [];
+    let start = 0;
+    for (const word of text.data.split(' ')) {
+        range.setStart(text, start); range.setEnd(text, start + word.length);
+        const pieces = [...range.getClientRects()];
+        const width = pieces.reduce((sum, r) => sum + r.width, 0);  // as one line
+        const rows = new Set(pieces.map((r) => Math.round(r.top)));
+        if (rows.size > 1 && width < el.clientWidth) split.push([word, width, el.clientWidth]);
+        start += word.length + 1;
+    }
+    return split;
+}"""
+
+
 def test_a_narrow_pane_fits_saved_for_backward_and_keeps_its_tools_on_one_row(page, live_server,
                                                                                compiled):
-    # test_graph_sync's run of the training step (the same options): one compile a session.
-    job = compiled(get_example("training_step").source, device="cpu", measure=False, views=False)
+    job = training_step(compiled)
     page.set_viewport_size({"width": 1024, "height": 768})
     open_page(page, f"{live_server}/r/{job['key']}")
     second = pane(page, 1)
@@ -28,3 +50,25 @@ def test_a_narrow_pane_fits_saved_for_backward_and_keeps_its_tools_on_one_row(pa
     tops, bottoms = zip(*spans.values())
     assert max(tops) < min(bottoms), f"the tools are not on one row (top, bottom px): {spans}"
     shot(page, "narrow_saved_for_backward")
+
+
+def test_guard_code_breaks_between_words_in_a_narrow_pane(page, live_server, compiled):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_page(page, f"{live_server}/r/{training_step(compiled)['key']}")
+    page.select_option(f"{pane(page, 1)} .pane-stage", "guards")
+    codes = page.locator(f"{pane(page, 1)} .guard-code")
+    long = [code for code in codes.element_handles() if "DispatchKeySet(" in code.inner_text()]
+    assert long, "no check_tensor guard to look at"
+    assert long[0].evaluate("(el) => el.offsetHeight > 40")  # it wraps: the test can tell
+    split = [code.evaluate(SPLIT_WORDS) for code in long]
+    assert split == [[]] * len(long), split
+
+
+def test_presenter_mode_shows_the_run_summary_at_room_size(page, live_server, compiled):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, f"{live_server}/r/{training_step(compiled)['key']}?present=1")
+    summary = page.wait_for_selector("#summary:not([hidden])")
+    assert "1 graph" in summary.inner_text()
+    assert summary.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") >= 18  # 1.2rem
+    shot(page, "presenter_summary")
+
