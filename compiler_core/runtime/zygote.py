@@ -233,8 +233,12 @@ def zygote_main() -> None:
           "fresh_process_per_job": fresh, "gpu": torch.cuda.is_available()})
     while True:
         data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 6)
-        if not data:
-            return  # the supervisor closed the socket
+        if not data:  # the supervisor closed the socket: it stopped, or it died
+            # End now, not through Python's shutdown (seconds with torch loaded, more on a busy
+            # machine): the job processes die with the zygote (their parent-death signal), and
+            # where the server runs as root nothing else ends them when it is killed (the outer
+            # bwrap can't signal the inner one, which setpriv moved to uid 65534).
+            os._exit(0)
         spec = {**json.loads(data), "warm_fresh": fresh, "tmp_view": tmp_view}
         pid = os.fork()
         if pid == 0:
