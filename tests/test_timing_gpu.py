@@ -56,6 +56,12 @@ def test_the_matmul_series_says_the_clock_it_ran_at(results):
         assert 0 < clock["power_w"] <= 1.1 * clock["power_limit_w"]
         assert (clock["note"] is not None) == (clock["power_capped_share"] >= 0.5
                                               or clock["hw_slowdown_share"] >= 0.5)
+    # each side's profile too, and a note where they ran at clocks more than 5 % apart
+    profiled = [timing["kernels"]["totals"][side]["gpu_clock"] for side in ("eager", "compiled")]
+    print([(c["sm_mhz"], c["samples"]) for c in profiled])
+    assert all(c["sm_mhz"] is not None and c["samples"] >= 1 for c in profiled), profiled
+    apart = max(c["sm_mhz"] for c in profiled) / min(c["sm_mhz"] for c in profiled)
+    assert any("MHz (NVML)" in note for note in timing["notes"]) == (apart > 1.05), timing["notes"]
 
 
 def test_triton_stages_and_launch_metadata_of_what_ran(results):

@@ -173,3 +173,35 @@ def test_without_nvml_a_gpu_series_says_why_it_has_no_clock(monkeypatch):
     with GpuClockWatch(0) as watch:
         pass
     assert watch.figures["sm_mhz"] is None and "NVML unavailable" in watch.figures["why_none"]
+
+
+class FakeNvml:
+    """pynvml's calls GpuClockWatch makes, answering one H100's figures."""
+    NVML_CLOCK_SM = 1
+
+    def __getattr__(self, name):
+        answers = {"nvmlDeviceGetMaxClockInfo": 1980, "nvmlDeviceGetEnforcedPowerLimit": 700_000,
+                   "nvmlDeviceGetClockInfo": 1755, "nvmlDeviceGetPowerUsage": 690_000,
+                   "nvmlDeviceGetCurrentClocksEventReasons": 0x4}
+        return lambda *args: answers.get(name)
+
+
+def test_a_profile_shorter_than_a_sample_period_still_gets_its_clock(monkeypatch):
+    """A profile of a few calls can end before the first 20 ms tick: the watch samples at once."""
+    from compiler_core.runtime.measure import gpu_clock
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml())
+    monkeypatch.setattr(gpu_clock, "_handle", lambda pynvml, device: "handle")
+    with GpuClockWatch(0) as watch:
+        pass
+    assert watch.figures["samples"] >= 1 and watch.figures["sm_mhz"] == 1755
+
+
+def test_profiles_at_different_clocks_say_so():
+    """eager's and compiled's profiles more than 5 % apart in SM clock: a note with both."""
+    from compiler_core.runtime.measure.gpu_clock import clocks_note
+    capped, free = {"sm_mhz": 1710.0}, {"sm_mhz": 1950.0}
+    note = clocks_note(capped, free)
+    assert "eager profile ran at 1710 MHz and the compiled one at 1950 MHz" in note
+    assert "up to 14 % slower" in note
+    assert clocks_note(free, {"sm_mhz": 1980.0}) is None  # 1.5 % apart
+    assert clocks_note({"sm_mhz": None, "why_none": "NVML unavailable"}, free) is None

@@ -32,7 +32,7 @@ from .alone import capture_launches, time_alone
 from .clocks import (BUDGET_S, CpuClock, CudaClock, interleaved, interleaved_per_call,
                      measure_peaks, plan, plan_per_call)
 from .accuracy import check, fp64_reference, verdict
-from .gpu_clock import GpuClockWatch
+from .gpu_clock import GpuClockWatch, clocks_note
 from .inputs import backward_grads, caller
 from .lock import held
 from .profile import PROFILE_ROUNDS, profile_cpu, profile_cuda, top, totals
@@ -152,9 +152,13 @@ def per_kernel(calls: dict, device: Device, e2e: dict, launches: dict,
                alone: dict) -> tuple[dict, list[str]]:
     """Per side, the profiler's rows (none where its times are withheld: `totals` says why)
     and their totals; and the compiled graphs the profiled compiled calls ran."""
+    clocks = {}
     if device.kind == "cuda":
-        profiles = {name: profile_cuda(fn, PROFILED_CALLS, device.flush)
-                    for name, fn in calls.items()}
+        profiles = {}
+        for name, fn in calls.items():
+            with GpuClockWatch(torch.cuda.current_device()) as watch:
+                profiles[name] = profile_cuda(fn, PROFILED_CALLS, device.flush)
+            clocks[name] = watch.figures
         add_rates(profiles["compiled"]["rows"], kernel_estimates(launches), device.peaks, alone)
         add_rates(profiles["eager"]["rows"], {}, device.peaks)
         cache = ("in the call: L2 flushed before each call, so a kernel later in the call finds "
@@ -169,6 +173,8 @@ def per_kernel(calls: dict, device: Device, e2e: dict, launches: dict,
         out["rounds"] = PROFILE_ROUNDS
     for name, profile in profiles.items():
         out["totals"][name] = totals(profile, e2e[basis][name]["median_ms"])
+        if name in clocks:
+            out["totals"][name]["gpu_clock"] = clocks[name]
         out[name] = [] if out["totals"][name].get("withheld") else top(profile["rows"])
     out["units"] = {name: profile["units"] for name, profile in profiles.items()}
     out["units_s"] = round(sum(profile["units_s"] for profile in profiles.values()), 4)
@@ -238,6 +244,10 @@ class CallTiming:
     def record(self) -> dict:
         device, e2e, kernels = self.device, self.e2e, self.kernel_rows
         notes = launch_bound_notes(kernels) if device.kind == "cuda" else []
+        if device.kind == "cuda":
+            clocks = [kernels["totals"][side].get("gpu_clock", {})
+                      for side in ("eager", "compiled")]
+            notes += filter(None, [clocks_note(*clocks)])
         if self.verdict["ok"] is False:
             notes.append("The compiled output does not match eager: no speed-up is reported.")
             for series in e2e.values():
