@@ -4,9 +4,11 @@ keep to one row, code breaks between words, and what the room reads is room-size
 
 from __future__ import annotations
 
+import pytest
+
 from compiler_core.gallery import get_example
 
-from test_browser import open_page, page, pane, shot  # noqa: F401 (page: a fixture)
+from test_browser import BREAK, open_page, page, pane, shot  # noqa: F401 (page: a fixture)
 
 pytest_plugins = ["test_app_fixtures"]
 
@@ -72,3 +74,16 @@ def test_presenter_mode_shows_the_run_summary_at_room_size(page, live_server, co
     assert summary.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") >= 18  # 1.2rem
     shot(page, "presenter_summary")
 
+
+
+def test_the_kernel_attribution_table_fits_a_pane_at_1280(page, live_server, compiled):
+    job = compiled(BREAK, device="cpu")  # test_browser's timings run
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, f"{live_server}/r/{job['key']}")
+    page.select_option(f"{pane(page, 1)} .pane-stage", "timings")
+    body = page.wait_for_selector(f"{pane(page, 1)} .pane-body[data-ready]")
+    if not page.locator(f"{pane(page, 1)} .attribution-table").count():
+        pytest.skip("the run's kernel times were withheld (profiled on a busy machine)")
+    overflow = body.evaluate("""(body) => Math.round(body.querySelector('.attribution-table')
+        .getBoundingClientRect().right - body.getBoundingClientRect().left - body.clientWidth)""")
+    assert overflow <= 0, f"the table's last columns (saved, lines) are {overflow} px past the pane"
