@@ -67,15 +67,17 @@ def fragments(pattern: re.Pattern) -> list[str]:
 @pytest.mark.parametrize("name", sorted(report_patterns()))
 def test_no_report_regex_backtracks_on_hostile_text(name):
     """64 KB of any fragment repeated, with and without a trailing break, in linear time (the
-    guard regex took 5 s on 56 KB of `source=`, the break header 1 s on 64 KB)."""
+    guard regex took 5 s on 56 KB of `source=`, the break header 1 s on 64 KB). Timed in this
+    thread's CPU seconds, which the cost is about: the wall clock also counts the time other
+    processes hold the cores (0.25 s of it was not enough at load 10 on 2 cores)."""
     pattern = report_patterns()[name]
     for piece in fragments(pattern):
         for text in (piece * (HOSTILE_CHARS // len(piece)), (piece + "x") * (HOSTILE_CHARS //
                                                                                 (len(piece) + 1))):
-            started = time.perf_counter()
+            started = time.thread_time()
             pattern.search(text)
             pattern.findall(text)
-            assert time.perf_counter() - started < 0.25, (name, piece)
+            assert time.thread_time() - started < 0.25, (name, piece)
 
 
 HOSTILE_TEXTS = {
@@ -89,12 +91,13 @@ HOSTILE_TEXTS = {
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_TEXTS))
 def test_parsers_read_a_megabyte_of_hostile_text_in_linear_time(name):
+    """In CPU seconds, as above: "break fields" takes 0.45 s of CPU, 3.6 s of wall at load 10."""
     text = HOSTILE_TEXTS[name]
-    started = time.perf_counter()
+    started = time.thread_time()
     parse_guards(text, USER_FILE)
     parse_break(text, USER_FILE)
     fx_src_lines(text, USER_FILE)
-    assert time.perf_counter() - started < 2.0
+    assert time.thread_time() - started < 2.0
 
 
 def test_the_linear_parsers_read_real_text_as_before():
