@@ -217,7 +217,8 @@ def _view_inputs(compiled: dict, stage: str, result: dict) -> bytes | None:
 def write_report(out: TextIO, source: str, options: dict, result: dict) -> None:
     """The whole report file for one result and the source and options that produced it,
     written to `out` as it is made: its boot data (the result and its graph views) is streamed
-    as JSON, never held as one string (a log of hundreds of MB makes a result of as many)."""
+    as JSON, never held as one string (a log of hundreds of MB makes a result of as many), and
+    the page around it (2 MB of inlined assets) is written as jinja generates it."""
     if not isinstance(result, dict):
         raise MalformedResult("the result is not a JSON object")
     boot = {
