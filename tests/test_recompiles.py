@@ -292,10 +292,12 @@ def test_user_paths_never_raise_nor_grow(text, user_file):
     "LOAD_FAST 1 (___stack0)\n" * 50_000 + "JUMP_FORWARD 1 (to 9)\n" + "9 CALL 0\n" * 50_000,
 ])
 def test_the_parser_is_linear_on_hostile_text(text):
-    start = time.perf_counter()
+    """In this thread's CPU seconds, which the cost is about (the worst case takes 0.06 s of CPU,
+    1.6 s of wall time at load 10 on 2 cores)."""
+    start = time.thread_time()
     one_line(text, {"k": "2"})
     user_paths(text, "/job/main.py")
     user_expression(text)
     traceback_frames(text)
     resume_stack(text)
-    assert time.perf_counter() - start < 0.5
+    assert time.thread_time() - start < 0.5

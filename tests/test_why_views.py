@@ -163,12 +163,14 @@ def test_malformed_records_cost_only_their_part():
 
 
 def test_saved_names_read_hostile_text_in_linear_time():
+    """In this thread's CPU seconds (0.06 s for the newlines, 1.3 s of wall time at load 10; the
+    regex before took 95 s)."""
     assert saved_names("    mm,  # SavedForBackwardsAOTOutput(idx=0)\n    x,  # Plain") == ["mm"]
     for text in ("a,  # SavedForBackwardsAOTOutput(" * 50_000, "\n" * 500_000,
                  " " * 500_000 + "#" + " SavedForBackwardsAOTOutput(" * 20_000):
-        started = time.perf_counter()
+        started = time.thread_time()
         saved_names(text)
-        assert time.perf_counter() - started < 0.5
+        assert time.thread_time() - started < 0.5
 
 
 def test_page_shows_fusions_per_kernel_and_the_saved_values(training_result, fusion_result,
