@@ -181,9 +181,9 @@ class Worker:
         for process in list(self._processes.values()):
             process.close(self.sandboxed)
         if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()  # bwrap's --die-with-parent chain takes the zygote with it
+            self._proc.kill()  # the zygote, or the bwrap around it
             self._proc.wait()
-        if self._sock is not None:
+        if self._sock is not None:  # a zygote still running (root's two bwraps) ends on this
             self._sock.close()
         with contextlib.suppress(OSError):
             os.remove(self._log_path)
