@@ -85,3 +85,15 @@ def test_a_stored_compile_that_cannot_make_the_stage_says_why(tmp_path, stored_v
 def test_a_current_result_is_served_as_it_was_stored(stored_v2):
     current = {**stored_v2, "version": 3}  # no Kernels stage, yet not rebuilt: read as stored
     assert result_json(compress_result(current)) == json.dumps(current).encode()
+
+
+def test_a_rebuilt_kernels_stage_is_cut_at_the_stage_text_limit(tmp_path, monkeypatch):
+    """The stage made when a version-2 result is read keeps `stage_text_chars` as a fresh
+    result's stages do: cut, marked, and listed in `truncated`."""
+    monkeypatch.setenv("TORCHBOLT_LIMIT_STAGE_TEXT_CHARS", "200")
+    for result in served(tmp_path, copy.deepcopy(ROW["result"])):
+        stage = stage_part(result, "0/0", "kernels")["artifact"]
+        assert stage["truncated"] is True and "(stage_text_chars)" in stage["text"]
+        assert len(stage["text"].split("\n[... cut by torchbolt")[0]) == 200
+        assert len(stage["src_lines"]) == stage["text"].count("\n") + 1
+        assert any("0/0 kernels" in cut["message"] for cut in result["truncated"])

@@ -201,18 +201,24 @@ def cut_stage_records(records: list[dict], truncated: list[dict]) -> list[dict]:
 
 def cut_stage_texts(run: RunRecords) -> None:
     """Cut every stage text over `stage_text_chars`, with a visible mark (in place)."""
-    cap, result = limit("stage_text_chars"), run.result
+    result = run.result
     for owner in (*result["compiles"], *result["exports"], *result["torchscript"]):
         for name, stage in owner.get("stages", {}).items():
-            text = stage.get("text")
-            if isinstance(text, str) and len(text) > cap:
-                kept = text[:cap]
-                stage["text"] = kept + (f"\n[... cut by torchbolt: {len(text):,} characters, "
-                                        f"the first {cap:,} shown (stage_text_chars) ...]")
-                stage["src_lines"] = stage.get("src_lines", [])[:kept.count("\n") + 1] + [None]
-                stage["truncated"] = True
-                run.truncated.append({"limit": "stage_text_chars", "message": (
-                    f"{owner.get('id')} {name}: {len(text):,} characters cut to {cap:,}")})
+            cut_stage_text(owner, name, stage, run.truncated)
+
+
+def cut_stage_text(owner: dict, name: str, stage: dict, truncated: list[dict]) -> None:
+    """Cut `stage`'s text if it is over `stage_text_chars`, with a visible mark, and list the
+    cut in `truncated` (in place)."""
+    cap, text = limit("stage_text_chars"), stage.get("text")
+    if isinstance(text, str) and len(text) > cap:
+        kept = text[:cap]
+        stage["text"] = kept + (f"\n[... cut by torchbolt: {len(text):,} characters, "
+                                f"the first {cap:,} shown (stage_text_chars) ...]")
+        stage["src_lines"] = stage.get("src_lines", [])[:kept.count("\n") + 1] + [None]
+        stage["truncated"] = True
+        truncated.append({"limit": "stage_text_chars", "message": (
+            f"{owner.get('id')} {name}: {len(text):,} characters cut to {cap:,}")})
 
 
 def build_result(records: list[dict], user_file: str, run: dict | None = None,

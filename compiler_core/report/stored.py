@@ -21,6 +21,7 @@ import zlib
 from ..features.kernels_stage import STAGE, kernels_artifact
 from ..features.spec import step_error
 from ..limits import limit
+from .result import cut_stage_text
 
 LEVEL = 6
 ROUNDS = 6  # measures of a result over the limits before only its skeleton is kept
@@ -155,6 +156,7 @@ def with_kernel_stages(result) -> bool:
             made = kernels_artifact(compiled, result)
             if made is not None:
                 compiled["stages"][STAGE.name] = made
+                cut_stage_text(compiled, STAGE.name, made, result.setdefault("truncated", []))
         except Exception as exc:  # what an older torchbolt stored: any shape
             result.setdefault("stage_errors", []).append(step_error(
                 compiled.get("id") if isinstance(compiled, dict) else None, STAGE.name,
