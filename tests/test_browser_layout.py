@@ -87,3 +87,30 @@ def test_the_kernel_attribution_table_fits_a_pane_at_1280(page, live_server, com
     overflow = body.evaluate("""(body) => Math.round(body.querySelector('.attribution-table')
         .getBoundingClientRect().right - body.getBoundingClientRect().left - body.clientWidth)""")
     assert overflow <= 0, f"the table's last columns (saved, lines) are {overflow} px past the pane"
+
+
+# The cells that carry a timing's point (the speed-up, each kernel's time saved), measured in
+# the pane: how far past the pane's right edge each ends, and the words split across lines.
+POINT_CELLS = """(body) => {
+    const right = body.getBoundingClientRect().left + body.clientWidth;
+    return [...body.querySelectorAll('.e2e td.speedup, .attribution-table :is(td.saved, td.cost)')]
+        .map((cell) => ({ speedup: cell.matches('.speedup'), text: cell.textContent, past: Math.round(cell.getBoundingClientRect().right - right),
+                          split: (%s)(cell) }));
+}""" % SPLIT_WORDS
+
+
+@pytest.mark.parametrize("width,height", [(1024, 768), (1280, 720)])
+def test_presenter_mode_shows_the_speed_up_and_time_saved_whole_in_a_pane(page, live_server, compiled,
+                                                                          width, height):
+    job = compiled(BREAK, device="cpu")  # test_browser's timings run
+    page.set_viewport_size({"width": width, "height": height})
+    open_page(page, f"{live_server}/r/{job['key']}?present=1")
+    page.select_option(f"{pane(page, 1)} .pane-stage", "timings")
+    body = page.wait_for_selector(f"{pane(page, 1)} .pane-body[data-ready]")
+    if not page.locator(f"{pane(page, 1)} .attribution-table").count():
+        pytest.skip("the run's kernel times were withheld (profiled on a busy machine)")
+    cells = body.evaluate(POINT_CELLS)
+    assert any(cell["speedup"] for cell in cells) and not all(cell["speedup"] for cell in cells), cells
+    assert [cell for cell in cells if cell["past"] > 0 or cell["split"]] == [], cells
+    page.locator(f"{pane(page, 1)} .attribution-table").scroll_into_view_if_needed()
+    shot(page, f"presenter_timings_{width}")

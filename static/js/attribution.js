@@ -5,7 +5,7 @@
 // it replaced is marked, with why from what was measured. The links ask the page through events
 // ("torchbolt-line", "torchbolt-kernel") that main.js answers. User text goes through dom.js.
 
-import { h, lineLink } from "./dom.js";
+import { h, labelled, lineLink } from "./dom.js";
 
 function us(value) {
   const size = Math.abs(value);
@@ -106,8 +106,8 @@ function table(rows) {
     h("td", { class: r.saved_us < 0 ? "cost" : "saved" }, us(r.saved_us)),
     h("td", {}, (r.lines ?? []).map((line) => lineLink(line, () => ask(document, "torchbolt-line", { line }))))),
     r.slower ? h("tr", { class: "slower-why" }, h("td", { colspan: headers.length }, "Slower than eager: ", r.slower)) : null];
-  const table = (caption, shown) => h("table", { class: "timing-table attribution-table" },
-    h("caption", {}, caption), h("tr", {}, headers.map((c) => h("th", {}, c))), shown.map(row));
+  const table = (caption, shown) => labelled(h("table", { class: "timing-table attribution-table" },
+    h("caption", {}, caption), h("tr", {}, headers.map((c) => h("th", {}, c))), shown.map(row)));
   const rest = rows.slice(SHOWN_ROWS);
   return [table("Per compiled kernel, per call, sorted by time saved", rows.slice(0, SHOWN_ROWS)),
     rest.length ? h("details", { class: "attribution-rest" }, h("summary", {}, `${rest.length} more rows`),

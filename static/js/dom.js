@@ -86,3 +86,13 @@ export function lineLink(line, onLine) {
   return h("button", { class: "line-link", title: `Show line ${line} in the editor`,
                        onclick: () => onLine(line) }, `line ${line}`);
 }
+
+// Each cell of a table's full rows carries its column's header (data-label), for a stacked
+// layout in a narrow pane ("header: value" a line; app.css) where the header row is hidden.
+export function labelled(table) {
+  const headers = [...table.rows[0].cells].map((cell) => cell.textContent);
+  for (const row of table.rows) {
+    if (row.cells.length === headers.length) [...row.cells].forEach((cell, i) => { cell.dataset.label = headers[i]; });
+  }
+  return table;
+}

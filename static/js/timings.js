@@ -6,7 +6,7 @@
 // User text (callable and kernel names) only reaches the page through dom.js; the figures'
 // labels were escaped where they were built (plots.py).
 
-import { h, clear } from "./dom.js";
+import { h, clear, labelled } from "./dom.js";
 import { loadPlotly } from "./plotly.js";
 import { renderAttribution } from "./attribution.js";
 import { graphsRun } from "./calls.js";
@@ -245,12 +245,12 @@ function endToEnd(entry) {
     s.speedup ? h("td", { class: "speedup", title: `${s.speedup.how ?? ""} (${s.speedup.pairs} pairs)` },
       speedupText(s))
       : h("td", { class: "speedup mismatch" }, "not reported (outputs differ)"));
-  return h("table", { class: "timing-table e2e" },
+  return labelled(h("table", { class: "timing-table e2e" },
     h("caption", {}, "End to end, per call (median of interleaved samples)"),
     h("tr", {}, ["series", "eager", "compiled", [term("speed-up", TERMS.speedup), " (median of per-turn ratios)"]]
       .map((c) => h("th", {}, c))),
     Object.keys(labels).filter((name) => entry.e2e[name]).map((name) => row(name, entry.e2e[name])),
-    clockNote(entry.e2e.warm));
+    clockNote(entry.e2e.warm)));
 }
 
 // Where the power cap held the GPU's clock over the warm series, the sentence saying so: its
