@@ -87,15 +87,20 @@ def test_the_kernel_attribution_table_fits_a_pane_at_1280(page, live_server, com
     overflow = body.evaluate("""(body) => Math.round(body.querySelector('.attribution-table')
         .getBoundingClientRect().right - body.getBoundingClientRect().left - body.clientWidth)""")
     assert overflow <= 0, f"the table's last columns (saved, lines) are {overflow} px past the pane"
+    past = [cell for cell in body.evaluate(POINT_CELLS) if cell["past"] > 0]
+    assert past == [], f"the speed-up, time saved or the waterfall's figures are past the pane: {past}"
+    page.locator(f"{pane(page, 1)} .attribution-table").scroll_into_view_if_needed()
+    shot(page, "attribution_1280")
 
 
-# The cells that carry a timing's point (the speed-up, each kernel's time saved), measured in
-# the pane: how far past the pane's right edge each ends, and the words split across lines.
+# The cells that carry a timing's point (the speed-up, each kernel's time saved, the waterfall's
+# savings), measured in the pane: how far past its right edge each ends, the words split across lines.
 POINT_CELLS = """(body) => {
     const right = body.getBoundingClientRect().left + body.clientWidth;
-    return [...body.querySelectorAll('.e2e td.speedup, .attribution-table :is(td.saved, td.cost)')]
-        .map((cell) => ({ speedup: cell.matches('.speedup'), text: cell.textContent, past: Math.round(cell.getBoundingClientRect().right - right),
-                          split: (%s)(cell) }));
+    const cells = '.e2e td.speedup, .attribution-table :is(td.saved, td.cost), .waterfall-value';
+    return [...body.querySelectorAll(cells)]
+        .map((cell) => ({ speedup: cell.matches('.speedup'), text: cell.textContent,
+                          past: Math.round(cell.getBoundingClientRect().right - right), split: (%s)(cell) }));
 }""" % SPLIT_WORDS
 
 
@@ -112,5 +117,7 @@ def test_presenter_mode_shows_the_speed_up_and_time_saved_whole_in_a_pane(page, 
     cells = body.evaluate(POINT_CELLS)
     assert any(cell["speedup"] for cell in cells) and not all(cell["speedup"] for cell in cells), cells
     assert [cell for cell in cells if cell["past"] > 0 or cell["split"]] == [], cells
-    page.locator(f"{pane(page, 1)} .attribution-table").scroll_into_view_if_needed()
+    page.locator(f"{pane(page, 1)} .e2e").scroll_into_view_if_needed()
     shot(page, f"presenter_timings_{width}")
+    page.locator(f"{pane(page, 1)} .attribution-table").scroll_into_view_if_needed()
+    shot(page, f"presenter_attribution_{width}")
