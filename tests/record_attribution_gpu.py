@@ -1,6 +1,8 @@
 """Records real GPU profiles for the attribution tests (issue 44):
 `python tests/record_attribution_gpu.py [--same-process] [--units-cost] OUT_DIR SCRIPT...` (on a GPU host; in
 tests/, not bench/, as it reaches into the job process (`runtime/`), which only the tests may).
+`--same-process` reads with bench/'s reference, a script among scripts, not a package: run it
+with `PYTHONPATH=bench`.
 
 Each SCRIPT runs as a torchbolt job in a process of its own (the job process's own `run_job`,
 device cuda), and leaves in OUT_DIR:
@@ -39,8 +41,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def keep_same_process(figures: list[dict]) -> None:
     """Patch the job's GPU profile: each profile also read by the reference's reader, then the
     reference's loop right after it (see the module's docstring), into `figures`."""
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    import attribution_reference as reference
+    try:
+        import attribution_reference as reference  # bench/, through PYTHONPATH
+    except ImportError as exc:
+        raise SystemExit(f"--same-process needs bench/ on the path (PYTHONPATH=bench): {exc}")
 
     from compiler_core.runtime.measure import profile, timing
     taken, parse = timing.profile_cuda, profile._trace_events
