@@ -205,3 +205,14 @@ def test_profiles_at_different_clocks_say_so():
     assert "up to 14 % slower" in note
     assert clocks_note(free, {"sm_mhz": 1980.0}) is None  # 1.5 % apart
     assert clocks_note({"sm_mhz": None, "why_none": "NVML unavailable"}, free) is None
+
+
+def test_a_gpu_timing_notes_launch_bound_sides_and_profiles_at_different_clocks():
+    from compiler_core.runtime.measure.timing import gpu_notes
+    kernels = {"totals": {"eager": {"busy_share": 0.9, "gpu_clock": {"sm_mhz": 1710.0}},
+                          "compiled": {"busy_share": 0.3, "gpu_clock": {"sm_mhz": 1950.0}}}}
+    launch, clocks = gpu_notes(kernels)
+    assert launch.startswith("Launch-bound") and "compiled 30 %" in launch
+    assert "1710 MHz" in clocks and "1950 MHz" in clocks
+    kernels["totals"]["compiled"] = {"busy_share": 0.9}  # no clock recorded (an older result)
+    assert gpu_notes(kernels) == []

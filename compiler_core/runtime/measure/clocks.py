@@ -169,12 +169,12 @@ def plan_per_call(fns: dict, clock: CudaClock) -> dict:
     probes = [[clock.probe(fn, 3) for _ in range(3)] for fn in fns.values()]
     per_call_s = [max(runs[-1][0], 1e-4) / 1e3 for runs in probes]
     shares = {name: host_share(runs) for name, runs in zip(fns, probes)}
-    long_span = max(shares.values()) >= DRIFT_SHARE
+    largest = max(shares.values())
     calls = min(MAX_CALLS_PER_TURN, max(1, math.ceil(TURN_S / max(per_call_s))))
-    span_s = DRIFT_S if long_span else BUDGET_S["cuda"]
+    span_s = DRIFT_S if largest >= DRIFT_SHARE else BUDGET_S["cuda"]
     turns = min(int(span_s / (calls * sum(per_call_s))), MAX_CALLS // calls)
-    return {"calls_per_turn": calls, "turns": max(MIN_TURNS, turns), "long_span": long_span,
-            "host_bound": max(shares.values()) >= HOST_BOUND_SHARE,
+    return {"calls_per_turn": calls, "turns": max(MIN_TURNS, turns),
+            "long_span": largest >= DRIFT_SHARE, "host_bound": largest >= HOST_BOUND_SHARE,
             "host_share": {name: round(share, 3) for name, share in shares.items()}}
 
 

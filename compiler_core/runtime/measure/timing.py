@@ -243,11 +243,7 @@ class CallTiming:
 
     def record(self) -> dict:
         device, e2e, kernels = self.device, self.e2e, self.kernel_rows
-        notes = launch_bound_notes(kernels) if device.kind == "cuda" else []
-        if device.kind == "cuda":
-            clocks = [kernels["totals"][side].get("gpu_clock", {})
-                      for side in ("eager", "compiled")]
-            notes += filter(None, [clocks_note(*clocks)])
+        notes = gpu_notes(kernels) if device.kind == "cuda" else []
         if self.verdict["ok"] is False:
             notes.append("The compiled output does not match eager: no speed-up is reported.")
             for series in e2e.values():
@@ -277,6 +273,13 @@ def timed_label(grad_mode: str, backward: bool) -> str:
     if grad_mode == "grad":
         return "Forward (grad mode, no backward)"
     return f"Inference (forward, {grad_mode})"
+
+
+def gpu_notes(kernels: dict) -> list[str]:
+    """What a GPU timing's reader must know to read its kernels: launch-bound sides, and
+    eager's and compiled's profiles taken at different clocks."""
+    clocks = [kernels["totals"][side].get("gpu_clock", {}) for side in ("eager", "compiled")]
+    return launch_bound_notes(kernels) + [note for note in [clocks_note(*clocks)] if note]
 
 
 LAUNCH_BOUND_SHARE = 0.5
