@@ -1,9 +1,9 @@
-// What a GPU warm series' host share says (compiler_core/runtime/measure/clocks.py plan_per_call):
-// host-bound where a call's launches take the host as long as the device takes (or longer), and
-// a longer span from half that on. No DOM, so that node tests read it.
+// What a GPU warm series' host share says (compiler_core/runtime/measure/clocks.py plan_per_call).
+// No DOM, so that node tests read it.
 
-// Host-bound: a call's launches take the host as long as the device takes (or longer). Results
-// stored before the host's share was recorded used the word from half of that: not shown.
+// Host-bound: a call's launches take the host nearly all of the call's time on the device (0.9
+// or more; the device waits for them). Results stored before the host's share was recorded used
+// the word from half of that: not shown.
 export const hostBound = (series) => Boolean(series.host_bound && series.host_share);
 
 // Why a GPU series was sampled over a longer span: the host's share of its calls.
